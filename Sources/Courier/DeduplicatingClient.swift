@@ -1,0 +1,185 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A decorator that lets identical requests in flight at the same time share one call to the wrapped client.
+///
+/// Two requests are identical when they have the same method, base URL override, path, query items (in order), form
+/// items, additional headers, body bytes, timeout and response type. Anything that differs, one header or one query
+/// value, means a separate call: a response never reaches a caller whose request differs. Only the methods in
+/// ``sharedMethods`` are shared (`GET` and `HEAD` by default). This is not a cache: a request that arrives after the
+/// shared call finished starts a new one.
+///
+/// Every waiter gets the same outcome, the value or the same error. Cancelling one waiter's task makes that waiter
+/// throw `CancellationError` at once; the shared call goes on for the others and is cancelled only when every waiter
+/// has cancelled.
+public final class DeduplicatingClient: NetworkClientProtocol {
+    /// The client that runs the shared calls.
+    public let wrapped: any NetworkClientProtocol
+    /// The methods whose requests are shared; requests with other methods go straight to ``wrapped``.
+    public let sharedMethods: Set<HTTPMethod>
+
+    private let table = Locked(CallTable())
+
+    /// Creates a deduplicating client.
+    /// - Parameters:
+    ///   - client: The client that runs the shared calls.
+    ///   - sharedMethods: The methods whose requests may be shared; `[.get, .head]` by default. Only add methods
+    ///     whose requests are safe to send once on behalf of several callers.
+    public init(wrapping client: any NetworkClientProtocol, sharing sharedMethods: Set<HTTPMethod> = [.get, .head]) {
+        self.wrapped = client
+        self.sharedMethods = sharedMethods
+    }
+
+    /// The number of distinct calls in flight: `0` once every call has finished.
+    public var inFlightCount: Int {
+        table.withLock { $0.calls.count }
+    }
+
+    /// Runs `networkRequest`, joining an identical call already in flight if there is one.
+    ///
+    /// - Throws: What the wrapped client throws for the shared call; `CancellationError` if this caller's task is
+    ///   cancelled; ``NetworkClientError/encodingFailed(underlying:)`` if the body cannot be encoded.
+    public func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        guard sharedMethods.contains(networkRequest.method) else { return try await wrapped.run(networkRequest) }
+        let key = try RequestKey(networkRequest)
+        let waiterID = table.withLock { $0.addPendingWaiter() }
+        let outcome = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                join(key: key, waiterID: waiterID, continuation: continuation) { [wrapped] in
+                    try await wrapped.run(networkRequest)
+                }
+            }
+        } onCancel: {
+            leave(key: key, waiterID: waiterID)
+        }
+        // The key includes the response type, so every waiter of a call expects this exact type.
+        return outcome as! NetworkResponse<ResponseModel>
+    }
+
+    private func join(
+        key: RequestKey, waiterID: UInt64, continuation: Waiter,
+        call: @escaping @Sendable () async throws -> any Sendable
+    ) {
+        let joined = table.withLock { table -> Bool in
+            // Absent when `leave` ran first: the caller was cancelled before it could join.
+            guard table.pendingWaiters.remove(waiterID) != nil else { return false }
+            if table.calls[key] != nil {
+                table.calls[key]!.waiters[waiterID] = continuation
+                return true
+            }
+            let callID = table.newID()
+            // An unstructured task, so that the shared call outlives any one waiter; it inherits the first caller's
+            // priority and task-local values. It holds `self` until it ends, so no waiter is ever left behind.
+            let task = Task {
+                let result: Result<any Sendable, any Error>
+                do { result = .success(try await call()) } catch { result = .failure(error) }
+                self.finish(key: key, callID: callID, with: result)
+            }
+            table.calls[key] = Call(id: callID, task: task, waiters: [waiterID: continuation])
+            return true
+        }
+        if !joined { continuation.resume(throwing: CancellationError()) }
+    }
+
+    private func finish(key: RequestKey, callID: UInt64, with result: Result<any Sendable, any Error>) {
+        let waiters = table.withLock { table -> [Waiter] in
+            // Gone if every waiter cancelled; a different id if a newer call for the same key started since.
+            guard let call = table.calls[key], call.id == callID else { return [] }
+            table.calls[key] = nil
+            return Array(call.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    private func leave(key: RequestKey, waiterID: UInt64) {
+        let (waiter, abandonedCall) = table.withLock { table -> (Waiter?, Task<Void, Never>?) in
+            if table.pendingWaiters.remove(waiterID) != nil { return (nil, nil) }  // `join` will resume it.
+            guard let waiter = table.calls[key]?.waiters.removeValue(forKey: waiterID) else {
+                return (nil, nil)  // Already resumed with the outcome.
+            }
+            guard table.calls[key]!.waiters.isEmpty else { return (waiter, nil) }
+            let task = table.calls[key]!.task
+            table.calls[key] = nil
+            return (waiter, task)
+        }
+        abandonedCall?.cancel()
+        waiter?.resume(throwing: CancellationError())
+    }
+}
+
+extension DeduplicatingClient {
+    private typealias Waiter = CheckedContinuation<any Sendable, any Error>
+
+    private struct Call: Sendable {
+        let id: UInt64
+        let task: Task<Void, Never>
+        var waiters: [UInt64: Waiter]
+    }
+
+    private struct CallTable: Sendable {
+        var calls: [RequestKey: Call] = [:]
+        /// Waiters between entering `run` and joining a call; `leave` removes one to say it was cancelled.
+        var pendingWaiters: Set<UInt64> = []
+        private var lastID: UInt64 = 0
+
+        mutating func newID() -> UInt64 {
+            lastID &+= 1
+            return lastID
+        }
+
+        mutating func addPendingWaiter() -> UInt64 {
+            let id = newID()
+            pendingWaiters.insert(id)
+            return id
+        }
+    }
+}
+
+/// Everything that makes two requests send the same bytes and expect the same type.
+struct RequestKey: Hashable, Sendable {
+    let method: HTTPMethod
+    let baseURL: URL?
+    let path: String?
+    let queryItems: [URLQueryItem]?
+    let formItems: [URLFormItem]?
+    let headers: [String: String]?
+    let body: Data?
+    let timeoutInterval: TimeInterval?
+    let responseType: ObjectIdentifier
+
+    /// Encodes bodies of requests without an encoder of their own; sorted keys make equal values equal bytes.
+    private static let bodyEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+
+    init<RequestModel, ResponseModel>(_ request: NetworkRequest<RequestModel, ResponseModel>) throws {
+        method = request.method
+        baseURL = request.baseURL
+        path = request.path
+        queryItems = request.queryItems
+        formItems = request.formItems
+        headers = request.additionalHeaders
+        timeoutInterval = request.timeoutInterval
+        responseType = ObjectIdentifier(ResponseModel.self)
+        if let value = request.body, RequestModel.self != VoidRequest.self {
+            if RequestModel.self == Data.self, let data = value as? Data {
+                body = data
+            } else {
+                do {
+                    body = try (request.encoder ?? Self.bodyEncoder).encode(value)
+                } catch {
+                    throw NetworkClientError.encodingFailed(underlying: error)
+                }
+            }
+        } else {
+            body = nil
+        }
+    }
+}

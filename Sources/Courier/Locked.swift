@@ -1,0 +1,20 @@
+import Foundation
+
+/// A value guarded by a lock: the one place Courier keeps mutable shared state.
+final class Locked<State> {
+    private let lock = NSLock()
+    private var state: State
+
+    init(_ state: State) {
+        self.state = state
+    }
+
+    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state)
+    }
+}
+
+// `state` is only read or written inside `withLock`, under `lock`.
+extension Locked: @unchecked Sendable where State: Sendable {}

@@ -1,0 +1,110 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Anything that runs a ``NetworkRequest``: ``NetworkClient``, the decorators, and your test doubles.
+///
+/// SDKs should hand out `any NetworkClientProtocol`, so that apps can wrap it (``deduplicated(sharing:)``,
+/// ``sequential(policy:)``) and tests can replace it.
+public protocol NetworkClientProtocol: Sendable {
+    /// Runs `networkRequest` and returns its decoded response.
+    ///
+    /// - Throws: ``NetworkClientError`` when the request cannot be built or sent, the status is not 2xx, or the body
+    ///   cannot be decoded; `CancellationError` when the calling task is cancelled.
+    func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel>
+}
+
+/// The client that sends requests with the ``NetworkConfiguration``'s `URLSession`.
+///
+/// Each ``run(_:)`` builds the URL once as a string, runs the interceptors, sends with `URLSession.data(for:)` on the
+/// caller's task (no actor hop, no extra task), checks the status and decodes.
+public final class NetworkClient: NetworkClientProtocol {
+    /// The configuration every request runs against.
+    public let configuration: NetworkConfiguration
+
+    /// Creates a client.
+    /// - Parameter configuration: The session, coders, base URL and interceptors to use.
+    public init(configuration: NetworkConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Runs `networkRequest`: builds the `URLRequest`, applies the interceptors, sends it, requires a 2xx status and
+    /// decodes the body into `ResponseModel`.
+    ///
+    /// - Throws: ``NetworkClientError`` (see its cases), or `CancellationError` when the calling task is cancelled;
+    ///   the transfer is cancelled with it.
+    public func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        try Task.checkCancellation()
+        let request = try await intercepted(networkRequest.makeURLRequest(configuration: configuration))
+        let (data, response) = try await send(request)
+        guard let httpResponse = response as? HTTPURLResponse else {
+            throw NetworkClientError.invalidResponse(response)
+        }
+        guard (200..<300).contains(httpResponse.statusCode) else {
+            throw NetworkClientError.unacceptableStatusCode(
+                statusCode: httpResponse.statusCode, response: httpResponse, data: data)
+        }
+        let value = try Self.decode(
+            ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
+        return NetworkResponse(value: value, response: response, data: data)
+    }
+
+    private func intercepted(_ request: URLRequest) async throws -> URLRequest {
+        let interceptor = configuration.interceptor
+        let asyncInterceptor = configuration.asyncInterceptor
+        guard interceptor != nil || asyncInterceptor != nil else { return request }
+        var request = interceptor?(request) ?? request
+        if let asyncInterceptor {
+            do {
+                request = try await asyncInterceptor(request)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                throw NetworkClientError.interceptorFailed(underlying: error)
+            }
+        }
+        // Interceptors may add any header: hold them to the same rules as the request's own.
+        try HeaderValidation.validate(request.allHTTPHeaderFields ?? [:])
+        return request
+    }
+
+    private func send(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        do {
+            if let redirectGuard = configuration.redirectGuard {
+                return try await configuration.session.data(for: request, delegate: redirectGuard)
+            }
+            return try await configuration.session.data(for: request)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            if let urlError = error as? URLError { throw NetworkClientError.transportFailed(urlError) }
+            throw NetworkClientError.transportFailed(URLError(.unknown, userInfo: [NSUnderlyingErrorKey: error]))
+        }
+    }
+
+    /// Decodes a 2xx body: ``VoidResponse`` skips decoding, `Data` is the body itself, `String` is its UTF-8 text,
+    /// anything else is JSON.
+    static func decode<ResponseModel: Decodable>(
+        _ type: ResponseModel.Type, from data: Data, with decoder: JSONDecoder
+    ) throws(NetworkClientError) -> ResponseModel {
+        if type == VoidResponse.self { return VoidResponse() as! ResponseModel }
+        if type == Data.self { return data as! ResponseModel }
+        if type == String.self {
+            guard let text = String(data: data, encoding: .utf8) else {
+                let context = DecodingError.Context(codingPath: [], debugDescription: "The body is not valid UTF-8.")
+                throw .decodingFailed(underlying: DecodingError.dataCorrupted(context), data: data)
+            }
+            return text as! ResponseModel
+        }
+        do {
+            return try decoder.decode(type, from: data)
+        } catch {
+            throw .decodingFailed(underlying: error, data: data)
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Every way a request can fail, other than cancellation.
+///
+/// When the calling `Task` is cancelled, Courier throws `CancellationError` instead, and the transfer is cancelled.
+/// Errors thrown before anything is sent: ``invalidURL(reason:)``, ``invalidHeader(name:reason:)``,
+/// ``invalidBody(reason:)``, ``encodingFailed(underlying:)`` and ``interceptorFailed(underlying:)``.
+public enum NetworkClientError: Error, Sendable {
+    /// The request URL could not be built: an invalid base URL, a path with a `.` or `..` segment, or a URL that
+    /// Foundation rejects. Nothing was sent.
+    case invalidURL(reason: String)
+    /// A header name is not an RFC 9110 token, or its value holds CR, LF or another control character (header
+    /// injection). Nothing was sent. The value is not kept, since it may be a secret.
+    case invalidHeader(name: String, reason: String)
+    /// The request has no valid body, for example both `formItems` and `body` are set. Nothing was sent.
+    case invalidBody(reason: String)
+    /// The encoder threw while encoding the body. Nothing was sent.
+    case encodingFailed(underlying: any Error)
+    /// ``NetworkConfiguration/asyncInterceptor`` threw. Nothing was sent.
+    case interceptorFailed(underlying: any Error)
+    /// The transfer failed: no connection, timeout, connection lost, too many redirects, a malformed response.
+    case transportFailed(URLError)
+    /// The response is not an HTTP response (possible only with a custom `URLProtocol`).
+    case invalidResponse(URLResponse)
+    /// The server answered with a status code outside `200..<300`. `data` is the body, as received, so the caller
+    /// can decode the server's error payload.
+    case unacceptableStatusCode(statusCode: Int, response: HTTPURLResponse, data: Data)
+    /// The 2xx body could not be decoded into the response model. `underlying` is usually a `DecodingError` whose
+    /// coding path names the failing field; `data` is the body, as received.
+    case decodingFailed(underlying: any Error, data: Data)
+}
+
+extension NetworkClientError: LocalizedError, CustomStringConvertible {
+    /// A human-readable description, safe to log: it never contains header values or query values.
+    public var description: String {
+        switch self {
+        case .invalidURL(let reason):
+            return "Invalid request URL: \(reason)."
+        case .invalidHeader(let name, let reason):
+            return "Invalid header \(String(reflecting: name)): \(reason)."
+        case .invalidBody(let reason):
+            return "Invalid request body: \(reason)."
+        case .encodingFailed(let underlying):
+            return "The request body could not be encoded: \(underlying)."
+        case .interceptorFailed(let underlying):
+            return "The request interceptor failed: \(underlying)."
+        case .transportFailed(let error):
+            let url = (error.userInfo[NSURLErrorFailingURLErrorKey] as? URL).map { " for \(Redaction.url($0))" } ?? ""
+            return "The transfer failed\(url): \(Redaction.describe(error.code)) (URLError \(error.code.rawValue))."
+        case .invalidResponse(let response):
+            return "The response is not an HTTP response: \(type(of: response))."
+        case .unacceptableStatusCode(let statusCode, let response, let data):
+            let reason = HTTPURLResponse.localizedString(forStatusCode: statusCode)
+            let url = response.url.map { " from \($0.absoluteString.isEmpty ? "?" : Redaction.url($0))" } ?? ""
+            return "Unacceptable status code \(statusCode) (\(reason))\(url), body of \(data.count) bytes."
+        case .decodingFailed(let underlying, let data):
+            if data.isEmpty { return "The response could not be decoded: the body is empty." }
+            return "The response could not be decoded (body of \(data.count) bytes): \(Redaction.describe(underlying))."
+        }
+    }
+
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}
+
+/// How Courier describes requests, URLs and errors without leaking secrets.
+enum Redaction {
+    /// The header fields whose values are secrets whatever the configuration says.
+    static let alwaysSensitiveHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+
+    /// `scheme://host:port/path`, with user info and fragment dropped and any query replaced by `?…`.
+    static func url(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return "<invalid URL>" }
+        let hadQuery = components.percentEncodedQuery != nil
+        components.user = nil
+        components.password = nil
+        components.fragment = nil
+        components.percentEncodedQuery = nil
+        return (components.string ?? "<invalid URL>") + (hadQuery ? "?…" : "")
+    }
+
+    static func describe(_ code: URLError.Code) -> String {
+        switch code {
+        case .timedOut: return "timed out"
+        case .cannotConnectToHost: return "could not connect to the host"
+        case .networkConnectionLost: return "the connection was lost"
+        case .notConnectedToInternet: return "not connected to the internet"
+        case .httpTooManyRedirects: return "too many redirects"
+        case .badServerResponse: return "bad server response"
+        case .cannotFindHost: return "host not found"
+        case .cancelled: return "cancelled"
+        case .secureConnectionFailed: return "TLS handshake failed"
+        default: return "URL loading error"
+        }
+    }
+
+    /// A decoding error with its coding path spelled out (`items[2].name`).
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return String(describing: error) }
+        func path(_ codingPath: [any CodingKey]) -> String {
+            let text = codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.isEmpty ? "the top level" : String(text.drop { $0 == "." })
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "type mismatch at \(path(context.codingPath)): expected \(type). \(context.debugDescription)"
+        case .valueNotFound(let type, let context):
+            return "missing value at \(path(context.codingPath)): expected \(type). \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            return "missing key \(String(reflecting: key.stringValue)) at \(path(context.codingPath))"
+        case .dataCorrupted(let context):
+            return "corrupted data at \(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return String(describing: error)
+        }
+    }
+}

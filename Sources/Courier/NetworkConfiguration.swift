@@ -1,0 +1,128 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What a ``NetworkClient`` needs to run requests: the session, the default encoder and decoder, the base URL and
+/// the interceptors.
+///
+/// A class, so that one configuration can be shared and its interceptors set after the client is created; every
+/// property is safe to read and write from any thread, and interceptors are read when each request starts.
+public final class NetworkConfiguration: Sendable {
+    /// The session that runs the requests.
+    public let session: URLSession
+    /// The decoder for responses whose request sets no decoder of its own.
+    public let defaultDecoder: JSONDecoder
+    /// The encoder for bodies whose request sets no encoder of its own.
+    public let defaultEncoder: JSONEncoder
+    /// The URL every request path is appended to, unless the request sets its own `baseURL`,
+    /// e.g. `https://api.example.com/v1`.
+    public let baseURL: URL
+    /// The header fields, lowercased, whose values are secrets: never sent to another origin after a redirect and
+    /// never written in descriptions. Always holds `authorization`, `cookie` and `proxy-authorization`.
+    public let sensitiveHeaders: Set<String>
+
+    let base: BaseURL
+    private let interceptors = Locked(Interceptors())
+    /// Rewrites cross-origin redirects; `nil` when the session belongs to the caller and the platform has no
+    /// per-task delegates for redirects (Linux).
+    let redirectGuard: RedirectGuard?
+    /// Whether Courier created `session` and so must invalidate it.
+    private let ownsSession: Bool
+
+    private struct Interceptors: Sendable {
+        var sync: (@Sendable (URLRequest) -> URLRequest)?
+        var async: (@Sendable (URLRequest) async throws -> URLRequest)?
+    }
+
+    /// Called with each `URLRequest` right before it is sent, to modify it (for example to add an API key).
+    /// `nil` by default. Setting it affects the next request, including on clients already created.
+    public var interceptor: (@Sendable (URLRequest) -> URLRequest)? {
+        get { interceptors.withLock { $0.sync } }
+        set { interceptors.withLock { $0.sync = newValue } }
+    }
+
+    /// Called with each `URLRequest` after ``interceptor``, right before it is sent, and may suspend or throw:
+    /// the place for a token provider that refreshes an access token. `nil` by default. If it throws, the request
+    /// fails with ``NetworkClientError/interceptorFailed(underlying:)`` and nothing is sent.
+    public var asyncInterceptor: (@Sendable (URLRequest) async throws -> URLRequest)? {
+        get { interceptors.withLock { $0.async } }
+        set { interceptors.withLock { $0.async = newValue } }
+    }
+
+    /// Creates a configuration that runs requests on a session you own.
+    ///
+    /// On Apple platforms Courier attaches a per-task delegate that strips ``sensitiveHeaders`` from redirects to
+    /// another origin. On Linux, corelibs Foundation ignores per-task delegates for redirects, so with your own
+    /// session credentials *do* follow cross-origin redirects there: use
+    /// ``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)`` to be protected.
+    /// - Parameters:
+    ///   - session: The session; `URLSession.shared` by default.
+    ///   - defaultDecoder: The response decoder; a plain `JSONDecoder()` by default.
+    ///   - defaultEncoder: The body encoder; a plain `JSONEncoder()` by default.
+    ///   - baseURL: The URL request paths are appended to. It needs a scheme and a host, or every request fails
+    ///     with ``NetworkClientError/invalidURL(reason:)``.
+    ///   - sensitiveHeaders: More header names to treat as secrets, besides `Authorization`, `Cookie` and
+    ///     `Proxy-Authorization`; empty by default.
+    public init(
+        session: URLSession = .shared,
+        defaultDecoder: JSONDecoder = JSONDecoder(),
+        defaultEncoder: JSONEncoder = JSONEncoder(),
+        baseURL: URL,
+        sensitiveHeaders: Set<String> = []
+    ) {
+        self.session = session
+        self.defaultDecoder = defaultDecoder
+        self.defaultEncoder = defaultEncoder
+        self.baseURL = baseURL
+        self.sensitiveHeaders = Self.normalized(sensitiveHeaders)
+        self.base = BaseURL(baseURL)
+        self.ownsSession = false
+        #if canImport(FoundationNetworking)
+        self.redirectGuard = nil
+        #else
+        self.redirectGuard = RedirectGuard(sensitiveHeaders: self.sensitiveHeaders)
+        #endif
+    }
+
+    /// Creates a configuration with a session that Courier creates from `sessionConfiguration`, owns, and
+    /// invalidates when the configuration is released.
+    ///
+    /// On every platform, Linux included, ``sensitiveHeaders`` set by the request or by the interceptors are
+    /// removed from any redirect to another origin (scheme, host or port).
+    /// - Parameters:
+    ///   - sessionConfiguration: The configuration of the session to create, e.g. `.default` or `.ephemeral`.
+    ///   - defaultDecoder: The response decoder; a plain `JSONDecoder()` by default.
+    ///   - defaultEncoder: The body encoder; a plain `JSONEncoder()` by default.
+    ///   - baseURL: The URL request paths are appended to.
+    ///   - sensitiveHeaders: More header names to treat as secrets; empty by default.
+    public init(
+        sessionConfiguration: URLSessionConfiguration,
+        defaultDecoder: JSONDecoder = JSONDecoder(),
+        defaultEncoder: JSONEncoder = JSONEncoder(),
+        baseURL: URL,
+        sensitiveHeaders: Set<String> = []
+    ) {
+        let sensitiveHeaders = Self.normalized(sensitiveHeaders)
+        let redirectGuard = RedirectGuard(sensitiveHeaders: sensitiveHeaders)
+        self.session = URLSession(configuration: sessionConfiguration, delegate: redirectGuard, delegateQueue: nil)
+        self.defaultDecoder = defaultDecoder
+        self.defaultEncoder = defaultEncoder
+        self.baseURL = baseURL
+        self.sensitiveHeaders = sensitiveHeaders
+        self.base = BaseURL(baseURL)
+        self.ownsSession = true
+        // The session already calls it as its own delegate; a per-task copy would run it twice.
+        self.redirectGuard = nil
+    }
+
+    deinit {
+        // Lets requests in flight finish, then breaks the session's strong reference to its delegate.
+        if ownsSession { session.finishTasksAndInvalidate() }
+    }
+
+    private static func normalized(_ names: Set<String>) -> Set<String> {
+        Redaction.alwaysSensitiveHeaders.union(names.map { $0.lowercased() })
+    }
+}

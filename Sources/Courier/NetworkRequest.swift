@@ -1,0 +1,137 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The HTTP method of a ``NetworkRequest``.
+public enum HTTPMethod: String, Sendable, Hashable, CaseIterable {
+    /// `GET`: read a resource. Shared by ``DeduplicatingClient`` by default.
+    case get = "GET"
+    /// `POST`: create a resource or run an action.
+    case post = "POST"
+    /// `PUT`: replace a resource.
+    case put = "PUT"
+    /// `PATCH`: modify part of a resource.
+    case patch = "PATCH"
+    /// `DELETE`: remove a resource.
+    case delete = "DELETE"
+    /// `HEAD`: like `GET`, without a response body. Shared by ``DeduplicatingClient`` by default.
+    case head = "HEAD"
+    /// `OPTIONS`: ask which methods a resource allows.
+    case options = "OPTIONS"
+}
+
+/// A name/value pair sent in an `application/x-www-form-urlencoded` request body.
+///
+/// Names and values are percent-encoded so that the server reads back exactly the given text, including `+`, `&`,
+/// `=`, `%`, spaces and non-ASCII characters. An item whose `value` is `nil` is left out of the body.
+public struct URLFormItem: Hashable, Sendable {
+    /// The field name, as the server should read it.
+    public let name: String
+    /// The field value, as the server should read it; `nil` leaves the item out of the body.
+    public let value: String?
+
+    /// Creates a form item.
+    /// - Parameters:
+    ///   - name: The field name.
+    ///   - value: The field value; `nil` leaves the item out of the body.
+    public init(name: String, value: String?) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// The request model of a ``NetworkRequest`` that sends no body.
+public struct VoidRequest: Encodable, Hashable, Sendable {
+    /// Creates an empty request model.
+    public init() {}
+}
+
+/// The response model of a ``NetworkRequest`` whose response body is ignored.
+///
+/// Courier skips decoding for it, so an empty body (for example a `204 No Content`) is a success.
+public struct VoidResponse: Decodable, Hashable, Sendable {
+    /// Creates an empty response model.
+    public init() {}
+}
+
+/// A typed description of one HTTP request: what to send and what to decode the response into.
+///
+/// Every property except `method` is optional and falls back to the ``NetworkConfiguration`` of the client that runs
+/// the request. Build these in a factory and hand them to ``NetworkClientProtocol/run(_:)``:
+///
+/// ```swift
+/// let request = NetworkRequest<VoidRequest, [Post]>(path: "/posts", method: .get,
+///                                                   queryItems: [URLQueryItem(name: "page", value: "2")])
+/// let posts = try await client.run(request).value
+/// ```
+///
+/// - `RequestModel` is JSON-encoded as the body; `Data` is sent as is and ``VoidRequest`` sends nothing.
+/// - `ResponseModel` is JSON-decoded from a 2xx body; `Data` returns the raw body, `String` decodes UTF-8 and
+///   ``VoidResponse`` skips decoding.
+public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: Decodable & Sendable>: Sendable {
+    /// The path appended to the base URL with exactly one `/` between them; `nil` or empty means the base URL itself.
+    ///
+    /// The path is literal text: Courier percent-encodes it, so `?`, `#`, `%` and spaces reach the server as
+    /// written. It can never change the scheme, host or port, and `.` or `..` segments are rejected.
+    public let path: String?
+    /// The HTTP method.
+    public let method: HTTPMethod
+    /// The query items, in order, percent-encoded so the server reads back exactly these names and values.
+    /// An item whose value is `nil` is sent as a bare name (`?flag`).
+    public let queryItems: [URLQueryItem]?
+    /// The items of an `application/x-www-form-urlencoded` body. Items whose value is `nil` are left out.
+    /// Setting both `formItems` and `body` is an error (``NetworkClientError/invalidBody(reason:)``).
+    public let formItems: [URLFormItem]?
+    /// The body, JSON-encoded with `encoder` (or the configuration's default encoder); `Data` is sent as is.
+    public let body: RequestModel?
+    /// A base URL that replaces ``NetworkConfiguration/baseURL`` for this request; `nil` by default.
+    public let baseURL: URL?
+    /// The decoder for the response; `nil` uses ``NetworkConfiguration/defaultDecoder``.
+    public let decoder: JSONDecoder?
+    /// The encoder for the body; `nil` uses ``NetworkConfiguration/defaultEncoder``.
+    public let encoder: JSONEncoder?
+    /// Header fields added to the request. They replace Courier's defaults (`Accept: application/json` and the
+    /// body's `Content-Type`) when they name the same field, compared case-insensitively.
+    public let additionalHeaders: [String: String]?
+    /// The time, in seconds, the request may stay idle before it fails with `URLError.timedOut`;
+    /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`.
+    public let timeoutInterval: TimeInterval?
+
+    /// Creates a request.
+    /// - Parameters:
+    ///   - path: The path appended to the base URL; `nil` by default (the base URL itself).
+    ///   - method: The HTTP method.
+    ///   - queryItems: The query items, in order; `nil` by default.
+    ///   - formItems: The items of a form-encoded body; `nil` by default.
+    ///   - body: The body to JSON-encode (or `Data` to send as is); `nil` by default.
+    ///   - baseURL: A base URL for this request only; `nil` by default.
+    ///   - decoder: A decoder for this request only; `nil` by default.
+    ///   - encoder: An encoder for this request only; `nil` by default.
+    ///   - additionalHeaders: Header fields to add; `nil` by default.
+    ///   - timeoutInterval: An idle timeout in seconds for this request only; `nil` by default.
+    public init(
+        path: String? = nil,
+        method: HTTPMethod,
+        queryItems: [URLQueryItem]? = nil,
+        formItems: [URLFormItem]? = nil,
+        body: RequestModel? = nil,
+        baseURL: URL? = nil,
+        decoder: JSONDecoder? = nil,
+        encoder: JSONEncoder? = nil,
+        additionalHeaders: [String: String]? = nil,
+        timeoutInterval: TimeInterval? = nil
+    ) {
+        self.path = path
+        self.method = method
+        self.queryItems = queryItems
+        self.formItems = formItems
+        self.body = body
+        self.baseURL = baseURL
+        self.decoder = decoder
+        self.encoder = encoder
+        self.additionalHeaders = additionalHeaders
+        self.timeoutInterval = timeoutInterval
+    }
+}

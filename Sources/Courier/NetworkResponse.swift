@@ -1,0 +1,33 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The outcome of a successful request: the decoded value, the response metadata and the raw body.
+public struct NetworkResponse<ResponseModel> {
+    /// The decoded response body.
+    public let value: ResponseModel
+    /// The response metadata; an `HTTPURLResponse` for every request Courier runs.
+    public let response: URLResponse
+    /// The raw response body, exactly as received.
+    public let data: Data
+
+    /// The HTTP status code, or `0` when `response` is not an `HTTPURLResponse` (possible only in test doubles).
+    public var statusCode: Int {
+        (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    /// Creates a response, for example in a test double of ``NetworkClientProtocol``.
+    /// - Parameters:
+    ///   - value: The decoded value.
+    ///   - response: The response metadata, usually an `HTTPURLResponse`.
+    ///   - data: The raw body; empty by default.
+    public init(value: ResponseModel, response: URLResponse, data: Data = Data()) {
+        self.value = value
+        self.response = response
+        self.data = data
+    }
+}
+
+extension NetworkResponse: Sendable where ResponseModel: Sendable {}

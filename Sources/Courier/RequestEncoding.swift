@@ -1,0 +1,223 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// Turning a `NetworkRequest` into a `URLRequest`: URL building, percent-encoding, header validation and the body.
+// This is the per-request hot path, so the URL is built as one string and parsed once (no URLComponents round trip).
+
+/// A base URL split once into the parts every request URL is built from.
+struct BaseURL: Sendable {
+    let url: URL
+    /// The absolute string up to the query, without trailing slashes: a path is appended after one `/`.
+    let prefix: Substring
+    /// The absolute string up to the query, as given: used when the path is empty.
+    let prefixAsGiven: Substring
+    /// The base URL's own query, kept in front of the request's query items.
+    let query: Substring?
+    /// Why the URL cannot serve as a base, if it cannot.
+    let invalidReason: String?
+
+    init(_ url: URL) {
+        self.url = url
+        let text = url.absoluteString
+        let beforeFragment = text[..<(text.firstIndex(of: "#") ?? text.endIndex)]
+        let queryMark = beforeFragment.firstIndex(of: "?")
+        prefixAsGiven = beforeFragment[..<(queryMark ?? beforeFragment.endIndex)]
+        query = queryMark.map { beforeFragment[beforeFragment.index(after: $0)...] }
+        var trimmed = prefixAsGiven
+        while trimmed.hasSuffix("/") && !trimmed.hasSuffix("://") { trimmed.removeLast() }
+        prefix = trimmed
+        if url.scheme == nil || (url.host ?? "").isEmpty {
+            invalidReason = "the base URL \(String(reflecting: Redaction.url(url))) has no scheme or no host"
+        } else {
+            invalidReason = nil
+        }
+    }
+
+    /// The base URL, plus `path` after exactly one `/`, plus the percent-encoded query items.
+    func appending(path: String?, queryItems: [URLQueryItem]?) throws(NetworkClientError) -> URL {
+        if let invalidReason { throw .invalidURL(reason: invalidReason) }
+        let encodedPath = try Self.encode(path: path ?? "")
+        let hasItems = !(queryItems?.isEmpty ?? true)
+        if encodedPath.isEmpty && !hasItems { return url }
+
+        var text = String(encodedPath.isEmpty ? prefixAsGiven : prefix)
+        if !encodedPath.isEmpty {
+            text += "/"
+            text += encodedPath
+        }
+        if let query, !query.isEmpty {
+            text += "?"
+            text += query
+            if let queryItems, hasItems {
+                text += "&"
+                FormEncoding.appendQuery(queryItems, to: &text)
+            }
+        } else if let queryItems, hasItems {
+            text += "?"
+            FormEncoding.appendQuery(queryItems, to: &text)
+        }
+        guard let url = URL(string: text) else {
+            throw .invalidURL(reason: "Foundation rejected the URL built for path \(String(reflecting: path ?? ""))")
+        }
+        return url
+    }
+
+    /// The path without leading slashes, percent-encoded so that the server reads back exactly `path`.
+    static func encode(path: String) throws(NetworkClientError) -> String {
+        let utf8 = path.utf8
+        guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return "" }
+        let relative = path[start...]
+        if relative.utf8.contains(UInt8(ascii: ".")) {
+            for segment in relative.split(separator: "/", omittingEmptySubsequences: false)
+            where segment == "." || segment == ".." {
+                throw .invalidURL(
+                    reason: "the path \(String(reflecting: path)) has a \"\(segment)\" segment, which would be resolved "
+                        + "away before sending; remove it")
+            }
+        }
+        return PercentEncoding.encode(relative, keeping: .pathCharacters)
+    }
+}
+
+/// Percent-encoding of UTF-8 bytes outside an allowed set.
+enum PercentEncoding {
+    /// A set of ASCII bytes.
+    struct ByteSet {
+        private let low: UInt64
+        private let high: UInt64
+
+        init(_ characters: String) {
+            var low: UInt64 = 0
+            var high: UInt64 = 0
+            for byte in characters.utf8 {
+                if byte < 64 { low |= 1 << UInt64(byte) } else { high |= 1 << UInt64(byte - 64) }
+            }
+            self.low = low
+            self.high = high
+        }
+
+        @inline(__always)
+        func contains(_ byte: UInt8) -> Bool {
+            byte < 64 ? low & (1 << UInt64(byte)) != 0 : byte < 128 && high & (1 << UInt64(byte - 64)) != 0
+        }
+
+        /// RFC 3986 unreserved characters: never need encoding anywhere.
+        static let unreserved = ByteSet("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        /// What may stay bare in a path: unreserved, `/`, and the sub-delimiters servers never decode specially.
+        /// `+` and `;` are encoded, since some servers read them as a space or a parameter separator.
+        static let pathCharacters = ByteSet(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/:@!$&'()*,=")
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    /// `text` with every UTF-8 byte outside `allowed` written as `%XX`.
+    static func encode<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet) -> String {
+        let utf8 = text.utf8
+        guard utf8.contains(where: { !allowed.contains($0) }) else { return String(text) }
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(utf8.count * 3)
+        for byte in utf8 {
+            if allowed.contains(byte) {
+                encoded.append(byte)
+            } else {
+                encoded.append(UInt8(ascii: "%"))
+                encoded.append(hexDigits[Int(byte >> 4)])
+                encoded.append(hexDigits[Int(byte & 0xF)])
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+}
+
+/// `name=value&name=value` encoding, shared by query strings and form bodies.
+enum FormEncoding {
+    /// Appends the query items; an item with a `nil` value is written as a bare name.
+    static func appendQuery(_ items: [URLQueryItem], to text: inout String) {
+        for (index, item) in items.enumerated() {
+            if index > 0 { text += "&" }
+            text += PercentEncoding.encode(item.name, keeping: .unreserved)
+            if let value = item.value {
+                text += "="
+                text += PercentEncoding.encode(value, keeping: .unreserved)
+            }
+        }
+    }
+
+    /// The `application/x-www-form-urlencoded` body; items with a `nil` value are left out.
+    static func body(_ items: [URLFormItem]) -> Data {
+        var text = ""
+        for item in items {
+            guard let value = item.value else { continue }
+            if !text.isEmpty { text += "&" }
+            text += PercentEncoding.encode(item.name, keeping: .unreserved)
+            text += "="
+            text += PercentEncoding.encode(value, keeping: .unreserved)
+        }
+        return Data(text.utf8)
+    }
+}
+
+/// Header validation per RFC 9110: a name is a token; a value holds no CR, LF, NUL or other control character.
+enum HeaderValidation {
+    private static let tokenCharacters = PercentEncoding.ByteSet(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~")
+
+    static func validate(name: String, value: String) throws(NetworkClientError) {
+        if name.isEmpty { throw .invalidHeader(name: name, reason: "the name is empty") }
+        if name.utf8.contains(where: { !tokenCharacters.contains($0) }) {
+            throw .invalidHeader(name: name, reason: "the name has a character not allowed in a header name")
+        }
+        for byte in value.utf8 where byte < 0x20 && byte != 0x09 || byte == 0x7F {
+            let reason =
+                byte == 0x0D || byte == 0x0A
+                ? "the value contains CR or LF (header injection)"
+                : "the value contains the control character 0x\(String(byte, radix: 16, uppercase: true))"
+            throw .invalidHeader(name: name, reason: reason)
+        }
+    }
+
+    static func validate(_ fields: [String: String]) throws(NetworkClientError) {
+        for (name, value) in fields { try validate(name: name, value: value) }
+    }
+}
+
+extension NetworkRequest {
+    /// The `URLRequest` this request stands for under `configuration`, before the interceptors run.
+    func makeURLRequest(configuration: NetworkConfiguration) throws(NetworkClientError) -> URLRequest {
+        let base = baseURL.map(BaseURL.init) ?? configuration.base
+        var request = URLRequest(url: try base.appending(path: path, queryItems: queryItems))
+        request.httpMethod = method.rawValue
+        if let timeoutInterval { request.timeoutInterval = timeoutInterval }
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+
+        if let formItems {
+            if body != nil {
+                throw .invalidBody(reason: "both formItems and body are set; a request has one body")
+            }
+            request.httpBody = FormEncoding.body(formItems)
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        } else if let body, RequestModel.self != VoidRequest.self {
+            if RequestModel.self == Data.self, let data = body as? Data {
+                request.httpBody = data
+                request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+            } else {
+                do {
+                    request.httpBody = try (encoder ?? configuration.defaultEncoder).encode(body)
+                } catch {
+                    throw .encodingFailed(underlying: error)
+                }
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            }
+        }
+
+        if let additionalHeaders {
+            try HeaderValidation.validate(additionalHeaders)
+            for (name, value) in additionalHeaders { request.setValue(value, forHTTPHeaderField: name) }
+        }
+        return request
+    }
+}
