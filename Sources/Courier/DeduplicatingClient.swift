@@ -38,6 +38,11 @@ public final class DeduplicatingClient: NetworkClientProtocol {
         table.withLock { $0.calls.count }
     }
 
+    /// Callers waiting for a call, including those about to join one.
+    var waiterCount: Int {
+        table.withLock { table in table.calls.values.reduce(table.pendingWaiters.count) { $0 + $1.waiters.count } }
+    }
+
     /// Runs `networkRequest`, joining an identical call already in flight if there is one.
     ///
     /// - Throws: What the wrapped client throws for the shared call; `CancellationError` if this caller's task is

@@ -1,0 +1,215 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+
+@testable import Courier
+
+@Suite("DeduplicatingClient")
+struct DeduplicatingClientTests {
+    @Test("1,000 concurrent identical GETs reach the server once and every caller gets the value")
+    func fanOut() async throws {
+        let gate = Gate()
+        let server = try LoopbackServer { _ in
+            gate.wait()
+            return .json(Post(id: 1, title: "shared"))
+        }
+        let client = server.client().deduplicated()
+        try await withThrowingTaskGroup(of: Post.self) { group in
+            for _ in 0..<1_000 {
+                group.addTask { try await client.run(NetworkRequest<VoidRequest, Post>(path: "p", method: .get)).value }
+            }
+            #expect(await eventually { client.waiterCount == 1_000 })
+            gate.open()
+            var received = 0
+            for try await post in group {
+                #expect(post == Post(id: 1, title: "shared"))
+                received += 1
+            }
+            #expect(received == 1_000)
+        }
+        #expect(server.requestCount == 1)
+        #expect(client.inFlightCount == 0)
+        #expect(client.waiterCount == 0)
+    }
+
+    @Test("1,000 concurrent GETs with distinct queries each reach the server")
+    func distinctRequests() async throws {
+        let server = try echoServer()
+        let client = server.client().deduplicated()
+        try await withThrowingTaskGroup(of: (Int, EchoedRequest).self) { group in
+            for index in 0..<1_000 {
+                group.addTask {
+                    let request = Echo(path: "p", method: .get, queryItems: [URLQueryItem(name: "i", value: "\(index)")])
+                    return (index, try await client.run(request).value)
+                }
+            }
+            for try await (index, echo) in group {
+                #expect(echo.queryItems == [ServerQueryItem(name: "i", value: "\(index)")])
+            }
+        }
+        #expect(server.requestCount == 1_000)
+        #expect(client.inFlightCount == 0)
+    }
+
+    @Test("Callers differing only by Authorization get their own responses")
+    func differentCredentialsNeverShare() async throws {
+        let latch = Latch(count: 2)
+        let server = try LoopbackServer { _ in
+            // Both requests must be in progress at once, or this times out and the test fails.
+            latch.arriveAndWait() ? .echo() : .respond(status: 500)
+        }
+        let client = server.client().deduplicated()
+        func fetch(_ token: String) async throws -> String? {
+            try await client.run(Echo(path: "me", method: .get, additionalHeaders: ["Authorization": token])).value
+                .header("authorization")
+        }
+        async let alice = fetch("Bearer alice")
+        async let bob = fetch("Bearer bob")
+        #expect(try await alice == "Bearer alice")
+        #expect(try await bob == "Bearer bob")
+        #expect(server.requestCount == 2)
+    }
+
+    @Test("Every waiter gets the same error")
+    func sharedError() async throws {
+        let gate = Gate()
+        let server = try LoopbackServer { _ in
+            gate.wait()
+            return .json(APIErrorPayload(code: "down", message: "maintenance"), status: 503)
+        }
+        let client = server.client().deduplicated()
+        let tasks = (0..<10).map { _ in
+            Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)) }
+        }
+        #expect(await eventually { client.waiterCount == 10 })
+        gate.open()
+        for task in tasks {
+            await #expect {
+                _ = try await task.value
+            } throws: { error in
+                guard case NetworkClientError.unacceptableStatusCode(503, _, let data) = error else { return false }
+                return (try? JSONDecoder().decode(APIErrorPayload.self, from: data).code) == "down"
+            }
+        }
+        #expect(server.requestCount == 1)
+    }
+
+    @Test("Only GET and HEAD are shared by default; the shared methods are configurable")
+    func sharedMethods() async throws {
+        let latch = Latch(count: 2)
+        let server = try LoopbackServer { _ in latch.arriveAndWait() ? .echo() : .respond(status: 500) }
+        let client = server.client().deduplicated()
+        async let first = client.run(Echo(path: "w", method: .post))
+        async let second = client.run(Echo(path: "w", method: .post))
+        _ = try await (first, second)
+        #expect(server.requestCount == 2)
+
+        let gate = Gate()
+        let gated = try LoopbackServer { _ in
+            gate.wait()
+            return .echo()
+        }
+        let sharingPosts = gated.client().deduplicated(sharing: [.post])
+        let tasks = (0..<5).map { _ in Task { try await sharingPosts.run(Echo(path: "w", method: .post)) } }
+        #expect(await eventually { sharingPosts.waiterCount == 5 })
+        gate.open()
+        for task in tasks { _ = try await task.value }
+        #expect(gated.requestCount == 1)
+    }
+
+    @Test("A request after the shared call finished starts a new call: this is not a cache")
+    func notACache() async throws {
+        let server = try echoServer()
+        let client = server.client().deduplicated()
+        _ = try await client.run(Echo(method: .get))
+        _ = try await client.run(Echo(method: .get))
+        #expect(server.requestCount == 2)
+    }
+
+    @Test("Different response types never share a call")
+    func responseTypeIsPartOfIdentity() async throws {
+        let latch = Latch(count: 2)
+        let server = try LoopbackServer { _ in latch.arriveAndWait() ? .echo() : .respond(status: 500) }
+        let client = server.client().deduplicated()
+        async let asEcho = client.run(Echo(path: "x", method: .get))
+        async let asData = client.run(NetworkRequest<VoidRequest, Data>(path: "x", method: .get))
+        let (echo, data) = try await (asEcho, asData)
+        #expect(echo.value.path == "/x")
+        #expect(!data.value.isEmpty)
+        #expect(server.requestCount == 2)
+    }
+
+    @Test("Cancelling one waiter throws CancellationError at once; the shared call goes on for the others")
+    func oneWaiterCancels() async throws {
+        let gate = Gate()
+        let server = try LoopbackServer { _ in
+            gate.wait()
+            return .json(Post(id: 2, title: "kept"))
+        }
+        let client = server.client().deduplicated()
+        let tasks = (0..<3).map { _ in
+            Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value }
+        }
+        #expect(await eventually { client.waiterCount == 3 })
+        tasks[0].cancel()
+        await #expect(throws: CancellationError.self) { try await tasks[0].value }
+        #expect(client.waiterCount == 2)
+        gate.open()
+        #expect(try await tasks[1].value == Post(id: 2, title: "kept"))
+        #expect(try await tasks[2].value == Post(id: 2, title: "kept"))
+        #expect(server.requestCount == 1)
+        #expect(server.clientClosedCount == 0)
+    }
+
+    @Test("When every waiter cancels, the shared call is cancelled and the server sees the connection close")
+    func allWaitersCancel() async throws {
+        let server = try LoopbackServer { _ in .hang }
+        let client = server.client().deduplicated()
+        let tasks = (0..<3).map { _ in
+            Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value }
+        }
+        #expect(await server.waitUntil { $0.requestCount == 1 })
+        #expect(await eventually { client.waiterCount == 3 })
+        for task in tasks { task.cancel() }
+        for task in tasks { await #expect(throws: CancellationError.self) { try await task.value } }
+        #expect(client.inFlightCount == 0)
+        #expect(await server.waitUntil { $0.clientClosedCount == 1 })
+    }
+
+    @Test("A waiter cancelled before it joins throws CancellationError and sends nothing")
+    func cancelledBeforeJoining() async throws {
+        let server = try echoServer()
+        let client = server.client().deduplicated()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await client.run(Echo(method: .get))
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(client.waiterCount == 0)
+        #expect(client.inFlightCount == 0)
+        #expect(server.requestCount == 0)
+    }
+
+    @Test("Racing finishes, new duplicates and cancellations never leave a waiter hanging")
+    func finishJoinCancelRace() async throws {
+        let server = try LoopbackServer { _ in .json(Post(id: 3, title: "r")) }
+        let client = server.client().deduplicated()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<400 {
+                group.addTask {
+                    let task = Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)) }
+                    if index % 3 == 0 { task.cancel() }
+                    do {
+                        let post = try await task.value.value
+                        #expect(post == Post(id: 3, title: "r"))
+                    } catch is CancellationError {
+                        #expect(index % 3 == 0)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(client.inFlightCount == 0)
+        #expect(client.waiterCount == 0)
+    }
+}

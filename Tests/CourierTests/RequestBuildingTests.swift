@@ -1,0 +1,191 @@
+import Foundation
+import Testing
+
+@testable import Courier
+
+/// How a `NetworkRequest` becomes a `URLRequest`, checked without a network.
+@Suite("Request building")
+struct RequestBuildingTests {
+    private func urlRequest<Body, Response>(
+        _ request: NetworkRequest<Body, Response>, base: String = "https://api.example.com/v1"
+    ) throws -> URLRequest {
+        try request.makeURLRequest(configuration: NetworkConfiguration(baseURL: URL(string: base)!))
+    }
+
+    private func url(base: String, path: String?, query: [URLQueryItem]? = nil) throws -> String {
+        let request = NetworkRequest<VoidRequest, VoidResponse>(path: path, method: .get, queryItems: query)
+        return try #require(try urlRequest(request, base: base).url).absoluteString
+    }
+
+    @Test(
+        "Base and path join with exactly one slash",
+        arguments: [
+            ("https://h.example/api/v1", "users", "https://h.example/api/v1/users"),
+            ("https://h.example/api/v1/", "users", "https://h.example/api/v1/users"),
+            ("https://h.example/api/v1", "/users", "https://h.example/api/v1/users"),
+            ("https://h.example/api/v1/", "/users", "https://h.example/api/v1/users"),
+            ("https://h.example/api/v1//", "///users/", "https://h.example/api/v1/users/"),
+            ("https://h.example", "users", "https://h.example/users"),
+            ("https://h.example/", "/users/42", "https://h.example/users/42"),
+            ("http://127.0.0.1:8080/base", "a/b", "http://127.0.0.1:8080/base/a/b"),
+            ("https://h.example/api?key=1", "users", "https://h.example/api/users?key=1"),
+        ])
+    func joining(base: String, path: String, expected: String) throws {
+        #expect(try url(base: base, path: path) == expected)
+    }
+
+    @Test("A nil or empty path means the base URL itself")
+    func emptyPath() throws {
+        #expect(try url(base: "https://h.example/api/", path: nil) == "https://h.example/api/")
+        #expect(try url(base: "https://h.example/api", path: "") == "https://h.example/api")
+        #expect(try url(base: "https://h.example/api", path: "/") == "https://h.example/api")
+        #expect(
+            try url(base: "https://h.example/api/", path: nil, query: [URLQueryItem(name: "q", value: "1")])
+                == "https://h.example/api/?q=1")
+    }
+
+    @Test(
+        "A path never changes the scheme, host or port",
+        arguments: ["//evil.example/x", "https://evil.example/x", "http://evil.example:81", "@evil.example/x"])
+    func pathCannotChangeOrigin(path: String) throws {
+        let built = try #require(URL(string: try url(base: "https://h.example:8443/api", path: path)))
+        #expect(built.scheme == "https")
+        #expect(built.host == "h.example")
+        #expect(built.port == 8443)
+        #expect(built.path.hasPrefix("/api/"))
+    }
+
+    @Test("A path is literal text: reserved characters, spaces and non-ASCII are percent-encoded")
+    func pathEncoding() throws {
+        #expect(try url(base: "https://h.example", path: "a b/c?d#e") == "https://h.example/a%20b/c%3Fd%23e")
+        #expect(try url(base: "https://h.example", path: "100%/c++;x") == "https://h.example/100%25/c%2B%2B%3Bx")
+        #expect(try url(base: "https://h.example", path: "café/✓") == "https://h.example/caf%C3%A9/%E2%9C%93")
+        #expect(try url(base: "https://h.example", path: "v1.2/file.json") == "https://h.example/v1.2/file.json")
+    }
+
+    @Test("Dot segments are rejected instead of being resolved away", arguments: ["..", "a/../b", "./a", "a/."])
+    func dotSegments(path: String) {
+        #expect {
+            _ = try url(base: "https://h.example/api", path: path)
+        } throws: { error in
+            guard case NetworkClientError.invalidURL(let reason) = error else { return false }
+            return reason.contains("segment")
+        }
+    }
+
+    @Test("A base URL without scheme or host is a clear error")
+    func invalidBase() {
+        #expect {
+            _ = try url(base: "/relative/only", path: "x")
+        } throws: { error in
+            guard case NetworkClientError.invalidURL(let reason) = error else { return false }
+            return reason.contains("no scheme or no host")
+        }
+    }
+
+    @Test("Query items keep order, encode every reserved character, and send nil values as bare names")
+    func queryEncoding() throws {
+        let items = [
+            URLQueryItem(name: "q", value: "a+b&c=d%e f"),
+            URLQueryItem(name: "flag", value: nil),
+            URLQueryItem(name: "empty", value: ""),
+            URLQueryItem(name: "ü n", value: "😀/?#[]@"),
+        ]
+        #expect(
+            try url(base: "https://h.example", path: "s", query: items)
+                == "https://h.example/s?q=a%2Bb%26c%3Dd%25e%20f&flag&empty=&%C3%BC%20n=%F0%9F%98%80%2F%3F%23%5B%5D%40")
+    }
+
+    @Test("Default headers: Accept is JSON; callers override them case-insensitively")
+    func defaultHeaders() throws {
+        let plain = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get))
+        #expect(plain.value(forHTTPHeaderField: "Accept") == "application/json")
+        #expect(plain.value(forHTTPHeaderField: "Content-Type") == nil)
+        #expect(plain.httpBody == nil)
+
+        let custom = try urlRequest(
+            NetworkRequest<[String: Int], VoidResponse>(
+                method: .post, body: ["a": 1], additionalHeaders: ["accept": "text/plain", "content-type": "x/y"]))
+        #expect(custom.value(forHTTPHeaderField: "Accept") == "text/plain")
+        #expect(custom.value(forHTTPHeaderField: "Content-Type") == "x/y")
+    }
+
+    @Test("Bodies: JSON with the request's encoder, Data as is, forms url-encoded, VoidRequest empty")
+    func bodies() throws {
+        struct Payload: Encodable, Sendable { let userName: String }
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        let json = try urlRequest(
+            NetworkRequest<Payload, VoidResponse>(method: .post, body: Payload(userName: "ann"), encoder: encoder))
+        #expect(json.httpBody == Data(#"{"user_name":"ann"}"#.utf8))
+        #expect(json.value(forHTTPHeaderField: "Content-Type") == "application/json")
+
+        let raw = try urlRequest(NetworkRequest<Data, VoidResponse>(method: .put, body: Data([0, 1, 2])))
+        #expect(raw.httpBody == Data([0, 1, 2]))
+        #expect(raw.value(forHTTPHeaderField: "Content-Type") == "application/octet-stream")
+
+        let form = try urlRequest(
+            NetworkRequest<VoidRequest, VoidResponse>(
+                method: .post,
+                formItems: [
+                    URLFormItem(name: "a b", value: "1+1=2"), URLFormItem(name: "skip", value: nil),
+                    URLFormItem(name: "z", value: "&"),
+                ]))
+        #expect(form.httpBody == Data("a%20b=1%2B1%3D2&z=%26".utf8))
+        #expect(form.value(forHTTPHeaderField: "Content-Type") == "application/x-www-form-urlencoded")
+
+        let void = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .post, body: VoidRequest()))
+        #expect(void.httpBody == nil)
+        #expect(void.httpMethod == "POST")
+    }
+
+    @Test("Both a body and form items is an error, not a silent choice")
+    func conflictingBodies() {
+        #expect(throws: NetworkClientError.self) {
+            _ = try urlRequest(
+                NetworkRequest<[Int], VoidResponse>(
+                    method: .post, formItems: [URLFormItem(name: "a", value: "1")], body: [1]))
+        }
+    }
+
+    @Test("An encoder failure is reported as encodingFailed")
+    func encodingFailure() {
+        struct Unencodable: Encodable, Sendable {
+            func encode(to encoder: any Encoder) throws {
+                throw EncodingError.invalidValue(0, .init(codingPath: [], debugDescription: "nope"))
+            }
+        }
+        #expect {
+            _ = try urlRequest(NetworkRequest<Unencodable, VoidResponse>(method: .post, body: Unencodable()))
+        } throws: { error in
+            guard case NetworkClientError.encodingFailed = error else { return false }
+            return true
+        }
+    }
+
+    @Test(
+        "Header injection and invalid header names are rejected, naming the header",
+        arguments: [
+            ("X-Note", "s3cr3t\r\nX-Injected: 1", "CR or LF"),
+            ("X-Note", "s3cr3t\nb", "CR or LF"),
+            ("X-Note", "s3cr3t\u{0}", "control character 0x0"),
+            ("Bad Name", "s3cr3t", "not allowed in a header name"),
+            ("X-Evil\r\nHost", "s3cr3t", "not allowed in a header name"),
+            ("", "s3cr3t", "empty"),
+        ])
+    func headerInjection(name: String, value: String, reason: String) {
+        #expect {
+            _ = try urlRequest(
+                NetworkRequest<VoidRequest, VoidResponse>(method: .get, additionalHeaders: [name: value]))
+        } throws: { error in
+            guard case NetworkClientError.invalidHeader(let badName, let badReason) = error else { return false }
+            return badName == name && badReason.contains(reason) && !"\(error)".contains(value)
+        }
+    }
+
+    @Test("A per-request timeout reaches the URLRequest")
+    func timeout() throws {
+        let request = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, timeoutInterval: 2.5))
+        #expect(request.timeoutInterval == 2.5)
+    }
+}

@@ -1,0 +1,157 @@
+import Courier
+import Foundation
+import LoopbackHTTPServer
+import Testing
+
+// A per-API SDK written the way MicroClient-based SDKs (MicroblogAPI and friends) are written: a factory of
+// `NetworkRequest` values, a client factory that installs a bearer token through `interceptor`, and models.
+// Only the import differs from the seed-era code.
+
+public struct PostsResponse: Decodable, Sendable {
+    public let items: [PostItem]
+}
+
+public struct PostItem: Decodable, Sendable, Equatable {
+    public let id: Int
+    public let contentText: String
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case contentText = "content_text"
+    }
+}
+
+public struct NewPost: Encodable, Sendable {
+    public let content: String
+}
+
+public enum PostsAPIFactory {
+    public static func makeBookmarksRequest() -> NetworkRequest<VoidRequest, PostsResponse> {
+        NetworkRequest<VoidRequest, PostsResponse>(path: "/posts/bookmarks", method: .get)
+    }
+
+    public static func makeTimelineRequest(count: Int, before: Int? = nil) -> NetworkRequest<VoidRequest, PostsResponse> {
+        var query = [URLQueryItem(name: "count", value: String(count))]
+        if let before { query.append(URLQueryItem(name: "before_id", value: String(before))) }
+        return NetworkRequest(path: "/posts/timeline", method: .get, queryItems: query)
+    }
+
+    public static func makePublishRequest(content: String) -> NetworkRequest<VoidRequest, VoidResponse> {
+        NetworkRequest(path: "/micropub", method: .post, formItems: [URLFormItem(name: "h", value: "entry"),
+                                                                     URLFormItem(name: "content", value: content)])
+    }
+
+    public static func makeDeleteRequest(id: Int) -> NetworkRequest<VoidRequest, VoidResponse> {
+        NetworkRequest(path: "/posts/\(id)", method: .delete)
+    }
+}
+
+public enum MicroblogAPIFactory {
+    public static func makeClient(authToken: String, baseURL: URL) -> NetworkClientProtocol {
+        let configuration = NetworkConfiguration(
+            session: URLSession.shared,
+            defaultDecoder: JSONDecoder(),
+            defaultEncoder: JSONEncoder(),
+            baseURL: baseURL
+        )
+        configuration.interceptor = { request in
+            var request = request
+            request.addValue("Bearer \(authToken)", forHTTPHeaderField: "Authorization")
+            return request
+        }
+        return NetworkClient(configuration: configuration)
+    }
+}
+
+/// A test double, as SDK users write them: it conforms to the protocol and never touches the network.
+final class StubClient: NetworkClientProtocol {
+    let body: Data
+
+    init(body: Data) {
+        self.body = body
+    }
+
+    func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        let url = URL(string: "https://stub.example\(networkRequest.path ?? "")")!
+        let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil)!
+        let value = try JSONDecoder().decode(ResponseModel.self, from: body)
+        return NetworkResponse(value: value, response: response, data: body)
+    }
+}
+
+@Suite("A MicroClient-style SDK on Courier")
+struct SDKWrapperTests {
+    private static let timeline = Data(
+        #"{"items":[{"id":1,"content_text":"Hello"},{"id":2,"content_text":"World"}]}"#.utf8)
+
+    private func microblogServer() throws -> LoopbackServer {
+        try LoopbackServer { request in
+            guard request.header("authorization") == "Bearer secret-token" else {
+                return .json(APIErrorPayload(code: "unauthorized", message: "bad token"), status: 401)
+            }
+            switch (request.method, request.path) {
+            case ("GET", "/api/posts/bookmarks"), ("GET", "/api/posts/timeline"):
+                return .respond(status: 200, headers: [ServerHeader(name: "Content-Type", value: "application/json")],
+                                body: Self.timeline)
+            case ("POST", "/api/micropub"):
+                let ok = request.formItems == [ServerQueryItem(name: "h", value: "entry"),
+                                               ServerQueryItem(name: "content", value: "Tea & cake = 100% + 😀")]
+                return .respond(status: ok ? 202 : 400)
+            case ("DELETE", "/api/posts/2"):
+                return .respond(status: 204)
+            default:
+                return .respond(status: 404)
+            }
+        }
+    }
+
+    @Test("The SDK's requests and token reach the server, and its models decode")
+    func sdkEndToEnd() async throws {
+        let server = try microblogServer()
+        let client = MicroblogAPIFactory.makeClient(
+            authToken: "secret-token", baseURL: server.baseURL.appendingPathComponent("api"))
+
+        let bookmarks = try await client.run(PostsAPIFactory.makeBookmarksRequest())
+        #expect(bookmarks.value.items.map(\.contentText) == ["Hello", "World"])
+
+        let timeline = try await client.run(PostsAPIFactory.makeTimelineRequest(count: 20, before: 99))
+        #expect(timeline.value.items.count == 2)
+        let timelineRequest = try #require(server.recordedRequests.last)
+        #expect(timelineRequest.queryItems == [ServerQueryItem(name: "count", value: "20"),
+                                               ServerQueryItem(name: "before_id", value: "99")])
+
+        let published = try await client.run(PostsAPIFactory.makePublishRequest(content: "Tea & cake = 100% + 😀"))
+        #expect(published.statusCode == 202)
+        #expect(try await client.run(PostsAPIFactory.makeDeleteRequest(id: 2)).statusCode == 204)
+    }
+
+    @Test("A wrong token surfaces as unacceptableStatusCode(401) with the server's payload")
+    func sdkUnauthorized() async throws {
+        let server = try microblogServer()
+        let client = MicroblogAPIFactory.makeClient(authToken: "wrong", baseURL: server.baseURL.appendingPathComponent("api"))
+        do {
+            _ = try await client.run(PostsAPIFactory.makeBookmarksRequest())
+            Issue.record("expected a 401")
+        } catch NetworkClientError.unacceptableStatusCode(401, _, let data) {
+            #expect(try JSONDecoder().decode(APIErrorPayload.self, from: data).code == "unauthorized")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("The SDK's client composes with the decorators, and a test double replaces it")
+    func sdkDecoratorsAndDouble() async throws {
+        let server = try microblogServer()
+        let sdkClient = MicroblogAPIFactory.makeClient(
+            authToken: "secret-token", baseURL: server.baseURL.appendingPathComponent("api"))
+        let client: NetworkClientProtocol = sdkClient.deduplicated().sequential()
+        #expect(try await client.run(PostsAPIFactory.makeBookmarksRequest()).value.items.count == 2)
+
+        let double: NetworkClientProtocol = StubClient(body: Self.timeline)
+        let stubbed = try await double.run(PostsAPIFactory.makeBookmarksRequest())
+        #expect(stubbed.value.items == [PostItem(id: 1, contentText: "Hello"), PostItem(id: 2, contentText: "World")])
+        #expect(stubbed.statusCode == 200)
+    }
+}

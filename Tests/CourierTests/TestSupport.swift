@@ -1,0 +1,106 @@
+import Courier
+import Foundation
+import LoopbackHTTPServer
+import Testing
+
+/// A small JSON model the tests' server answers with.
+struct Post: Codable, Sendable, Equatable {
+    let id: Int
+    let title: String
+}
+
+/// The error payload a server sends with a 4xx, decoded by callers from `unacceptableStatusCode`'s data.
+struct APIErrorPayload: Codable, Sendable, Equatable {
+    let code: String
+    let message: String
+}
+
+extension LoopbackServer {
+    /// A configuration whose session Courier owns, pointed at this server.
+    func configuration(path: String = "", sensitiveHeaders: Set<String> = []) -> NetworkConfiguration {
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.timeoutIntervalForRequest = 10
+        return NetworkConfiguration(
+            sessionConfiguration: sessionConfiguration, baseURL: baseURL.appendingPathComponent(path),
+            sensitiveHeaders: sensitiveHeaders)
+    }
+
+    /// A client for this server.
+    func client() -> NetworkClient {
+        NetworkClient(configuration: configuration())
+    }
+}
+
+/// A server that echoes every request back as JSON.
+func echoServer(host: String = "127.0.0.1") throws -> LoopbackServer {
+    try LoopbackServer(host: host) { _ in .echo() }
+}
+
+typealias Echo = NetworkRequest<VoidRequest, EchoedRequest>
+
+/// Runs `body` and returns how long it took.
+func elapsed(_ body: () async throws -> Void) async rethrows -> Duration {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try await body()
+    return clock.now - start
+}
+
+/// A gate that server handlers wait on until a test opens it; waits give up after a timeout so no test hangs.
+final class Gate: @unchecked Sendable {  // `isOpen` is guarded by `condition`.
+    private let condition = NSCondition()
+    private var isOpen = false
+
+    func open() {
+        condition.lock()
+        isOpen = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Blocks until the gate opens; `false` if it did not within `timeout`.
+    @discardableResult
+    func wait(timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !isOpen {
+            if !condition.wait(until: deadline) { return false }
+        }
+        return true
+    }
+}
+
+/// A latch that opens once `count` parties have arrived: proves that requests were in progress at the same time.
+final class Latch: @unchecked Sendable {  // `arrived` is guarded by `condition`.
+    private let condition = NSCondition()
+    private let count: Int
+    private var arrived = 0
+
+    init(count: Int) {
+        self.count = count
+    }
+
+    /// Arrives and waits for the others; `false` if they did not all arrive within `timeout`.
+    func arriveAndWait(timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        arrived += 1
+        condition.broadcast()
+        while arrived < count {
+            if !condition.wait(until: deadline) { return false }
+        }
+        return true
+    }
+}
+
+/// Polls `condition` every millisecond for up to `timeout`.
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}
