@@ -74,7 +74,8 @@ struct BaseURL: Sendable {
             for segment in relative.split(separator: "/", omittingEmptySubsequences: false)
             where segment == "." || segment == ".." {
                 throw .invalidURL(
-                    reason: "the path \(String(reflecting: path)) has a \"\(segment)\" segment, which would be resolved "
+                    reason:
+                        "the path \(String(reflecting: path)) has a \"\(segment)\" segment, which would be resolved "
                         + "away before sending; remove it")
             }
         }

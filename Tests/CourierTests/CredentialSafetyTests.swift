@@ -22,7 +22,8 @@ struct CredentialSafetyTests {
             request.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization")
             return request
         }
-        let request = Echo(path: "start", method: .get, additionalHeaders: secrets.merging(["X-Plain": "kept"]) { a, _ in a })
+        let request = Echo(
+            path: "start", method: .get, additionalHeaders: secrets.merging(["X-Plain": "kept"]) { a, _ in a })
         let echo = try await NetworkClient(configuration: configuration).run(request).value
 
         #expect(echo.path == "/landing")

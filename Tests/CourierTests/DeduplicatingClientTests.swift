@@ -39,7 +39,8 @@ struct DeduplicatingClientTests {
         try await withThrowingTaskGroup(of: (Int, EchoedRequest).self) { group in
             for index in 0..<1_000 {
                 group.addTask {
-                    let request = Echo(path: "p", method: .get, queryItems: [URLQueryItem(name: "i", value: "\(index)")])
+                    let request = Echo(
+                        path: "p", method: .get, queryItems: [URLQueryItem(name: "i", value: "\(index)")])
                     return (index, try await client.run(request).value)
                 }
             }

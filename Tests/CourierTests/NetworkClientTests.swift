@@ -20,7 +20,10 @@ struct NetworkClientTests {
         #expect(response.statusCode == 200)
         #expect(echo.method == "PUT")
         #expect(echo.path == "/api/v1/posts/42")
-        #expect(echo.queryItems == [ServerQueryItem(name: "q", value: "a+b & c=d%"), ServerQueryItem(name: "flag", value: nil)])
+        #expect(
+            echo.queryItems == [
+                ServerQueryItem(name: "q", value: "a+b & c=d%"), ServerQueryItem(name: "flag", value: nil),
+            ])
         #expect(echo.header("x-trace") == "abc")
         #expect(echo.header("accept") == "application/json")
         #expect(echo.header("content-type") == "application/json")
@@ -65,8 +68,11 @@ struct NetworkClientTests {
         #expect(void.statusCode == 204)
         #expect(void.data.isEmpty)
         #expect(try await client.run(NetworkRequest<VoidRequest, Data>(method: .get)).value == post)
-        #expect(try await client.run(NetworkRequest<VoidRequest, String>(method: .get)).value == #"{"id":7,"title":"Seven"}"#)
-        #expect(try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value == Post(id: 7, title: "Seven"))
+        #expect(
+            try await client.run(NetworkRequest<VoidRequest, String>(method: .get)).value
+                == #"{"id":7,"title":"Seven"}"#)
+        #expect(
+            try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value == Post(id: 7, title: "Seven"))
     }
 
     @Test("The request's decoder wins over the configuration's")

@@ -7,12 +7,17 @@ import Testing
 // `NetworkRequest` values, a client factory that installs a bearer token through `interceptor`, and models.
 // Only the import differs from the seed-era code.
 
+/// A page of posts.
 public struct PostsResponse: Decodable, Sendable {
+    /// The posts, newest first.
     public let items: [PostItem]
 }
 
+/// One post.
 public struct PostItem: Decodable, Sendable, Equatable {
+    /// The post identifier.
     public let id: Int
+    /// The post text.
     public let contentText: String
 
     enum CodingKeys: String, CodingKey {
@@ -21,32 +26,40 @@ public struct PostItem: Decodable, Sendable, Equatable {
     }
 }
 
-public struct NewPost: Encodable, Sendable {
-    public let content: String
-}
-
+/// The requests of the posts API.
 public enum PostsAPIFactory {
+    /// The user's bookmarked posts.
     public static func makeBookmarksRequest() -> NetworkRequest<VoidRequest, PostsResponse> {
         NetworkRequest<VoidRequest, PostsResponse>(path: "/posts/bookmarks", method: .get)
     }
 
-    public static func makeTimelineRequest(count: Int, before: Int? = nil) -> NetworkRequest<VoidRequest, PostsResponse> {
+    /// The timeline: `count` posts, older than `before` if given.
+    public static func makeTimelineRequest(count: Int, before: Int? = nil) -> NetworkRequest<VoidRequest, PostsResponse>
+    {
         var query = [URLQueryItem(name: "count", value: String(count))]
         if let before { query.append(URLQueryItem(name: "before_id", value: String(before))) }
         return NetworkRequest(path: "/posts/timeline", method: .get, queryItems: query)
     }
 
+    /// Publishes a post through Micropub (a form-encoded body).
     public static func makePublishRequest(content: String) -> NetworkRequest<VoidRequest, VoidResponse> {
-        NetworkRequest(path: "/micropub", method: .post, formItems: [URLFormItem(name: "h", value: "entry"),
-                                                                     URLFormItem(name: "content", value: content)])
+        NetworkRequest(
+            path: "/micropub", method: .post,
+            formItems: [
+                URLFormItem(name: "h", value: "entry"),
+                URLFormItem(name: "content", value: content),
+            ])
     }
 
+    /// Deletes a post.
     public static func makeDeleteRequest(id: Int) -> NetworkRequest<VoidRequest, VoidResponse> {
         NetworkRequest(path: "/posts/\(id)", method: .delete)
     }
 }
 
+/// Makes the SDK's client.
 public enum MicroblogAPIFactory {
+    /// A client that authenticates every request with `authToken`.
     public static func makeClient(authToken: String, baseURL: URL) -> NetworkClientProtocol {
         let configuration = NetworkConfiguration(
             session: URLSession.shared,
@@ -93,11 +106,15 @@ struct SDKWrapperTests {
             }
             switch (request.method, request.path) {
             case ("GET", "/api/posts/bookmarks"), ("GET", "/api/posts/timeline"):
-                return .respond(status: 200, headers: [ServerHeader(name: "Content-Type", value: "application/json")],
-                                body: Self.timeline)
+                return .respond(
+                    status: 200, headers: [ServerHeader(name: "Content-Type", value: "application/json")],
+                    body: Self.timeline)
             case ("POST", "/api/micropub"):
-                let ok = request.formItems == [ServerQueryItem(name: "h", value: "entry"),
-                                               ServerQueryItem(name: "content", value: "Tea & cake = 100% + 😀")]
+                let ok =
+                    request.formItems == [
+                        ServerQueryItem(name: "h", value: "entry"),
+                        ServerQueryItem(name: "content", value: "Tea & cake = 100% + 😀"),
+                    ]
                 return .respond(status: ok ? 202 : 400)
             case ("DELETE", "/api/posts/2"):
                 return .respond(status: 204)
@@ -119,8 +136,11 @@ struct SDKWrapperTests {
         let timeline = try await client.run(PostsAPIFactory.makeTimelineRequest(count: 20, before: 99))
         #expect(timeline.value.items.count == 2)
         let timelineRequest = try #require(server.recordedRequests.last)
-        #expect(timelineRequest.queryItems == [ServerQueryItem(name: "count", value: "20"),
-                                               ServerQueryItem(name: "before_id", value: "99")])
+        #expect(
+            timelineRequest.queryItems == [
+                ServerQueryItem(name: "count", value: "20"),
+                ServerQueryItem(name: "before_id", value: "99"),
+            ])
 
         let published = try await client.run(PostsAPIFactory.makePublishRequest(content: "Tea & cake = 100% + 😀"))
         #expect(published.statusCode == 202)
@@ -130,7 +150,8 @@ struct SDKWrapperTests {
     @Test("A wrong token surfaces as unacceptableStatusCode(401) with the server's payload")
     func sdkUnauthorized() async throws {
         let server = try microblogServer()
-        let client = MicroblogAPIFactory.makeClient(authToken: "wrong", baseURL: server.baseURL.appendingPathComponent("api"))
+        let client = MicroblogAPIFactory.makeClient(
+            authToken: "wrong", baseURL: server.baseURL.appendingPathComponent("api"))
         do {
             _ = try await client.run(PostsAPIFactory.makeBookmarksRequest())
             Issue.record("expected a 401")

@@ -85,7 +85,9 @@ struct SequentialClientTests {
             request.path == "/fail" ? .respond(status: 500, delay: .milliseconds(50)) : .respond(status: 200)
         }
         let client = server.client().sequential()
-        let failing = Task { try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: "fail", method: .post)) }
+        let failing = Task {
+            try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: "fail", method: .post))
+        }
         #expect(await server.waitUntil { $0.requestCount == 1 })
         let next = Task { try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: "ok", method: .post)) }
         await #expect(throws: NetworkClientError.self) { try await failing.value }
@@ -117,7 +119,9 @@ struct SequentialClientTests {
     func cancelRunning() async throws {
         let server = try LoopbackServer { request in request.path == "/hang" ? .hang : .respond(status: 200) }
         let client = server.client().sequential()
-        let running = Task { try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: "hang", method: .get)) }
+        let running = Task {
+            try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: "hang", method: .get))
+        }
         #expect(await server.waitUntil { $0.requestCount == 1 })
         let next = Task { try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: "next", method: .get)) }
         #expect(await eventually { client.pendingCount == 2 })
@@ -147,7 +151,10 @@ struct SequentialClientTests {
         var tasks: [Task<Int, any Error>] = []
         for (index, (path, method)) in calls.enumerated() {
             tasks.append(
-                Task { try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: path, method: method)).statusCode })
+                Task {
+                    try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: path, method: method))
+                        .statusCode
+                })
             // Nothing finishes before the gate opens, so this counts every call made so far: the call order is known.
             #expect(await eventually { client.pendingCount == index + 1 })
         }
