@@ -1,0 +1,106 @@
+import Courier
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The baseline: what an app does without a library. `URLSession.data(for:)`, a status check and a `JSONDecoder`
+/// (and `JSONEncoder`) created once; the URL is built per request from a string with `URL(string:)`.
+struct RawCalls: Sendable {
+    let session: URLSession
+    /// The base URL without a trailing slash.
+    let base: String
+    let decoder = JSONDecoder()
+    let encoder = JSONEncoder()
+
+    /// GETs `/small.json?i=<index>` and decodes a ``SmallItem``.
+    func small(_ index: Int) async throws {
+        let request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
+        _ = try decoder.decode(SmallItem.self, from: try await send(request))
+    }
+
+    /// POSTs `body` as JSON to `/post` and decodes the ``SmallItem`` answer.
+    func post(_ body: PostBody) async throws {
+        var request = URLRequest(url: try url(base + EndpointPath.post))
+        request.httpMethod = "POST"
+        request.httpBody = try encoder.encode(body)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        _ = try decoder.decode(SmallItem.self, from: try await send(request))
+    }
+
+    /// GETs `/large.json` and decodes the array; returns its element count.
+    @discardableResult
+    func large() async throws -> Int {
+        let request = URLRequest(url: try url(base + EndpointPath.large))
+        return try decoder.decode([LargeItem].self, from: try await send(request)).count
+    }
+
+    private func url(_ text: String) throws -> URL {
+        guard let url = URL(string: text) else { throw BenchmarkError.badResponse("invalid URL \(text)") }
+        return url
+    }
+
+    private func send(_ request: URLRequest) async throws -> Data {
+        let (data, response) = try await session.data(for: request)
+        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            throw BenchmarkError.badResponse("status \(status) for \(request.url?.absoluteString ?? "?")")
+        }
+        return data
+    }
+}
+
+/// The same requests through a Courier client: a typed ``NetworkRequest`` built per request and `run`.
+struct CourierCalls<Client: NetworkClientProtocol>: Sendable {
+    let client: Client
+
+    /// GETs `/small.json?i=<index>` and decodes a ``SmallItem``.
+    func small(_ index: Int) async throws {
+        let request = NetworkRequest<VoidRequest, SmallItem>(
+            path: EndpointPath.small, method: .get, queryItems: [URLQueryItem(name: "i", value: String(index))])
+        _ = try await client.run(request)
+    }
+
+    /// POSTs `body` as JSON to `/post` and decodes the ``SmallItem`` answer.
+    func post(_ body: PostBody) async throws {
+        let request = NetworkRequest<PostBody, SmallItem>(path: EndpointPath.post, method: .post, body: body)
+        _ = try await client.run(request)
+    }
+
+    /// GETs `/large.json` and decodes the array; returns its element count.
+    @discardableResult
+    func large() async throws -> Int {
+        let request = NetworkRequest<VoidRequest, [LargeItem]>(path: EndpointPath.large, method: .get)
+        return try await client.run(request).value.count
+    }
+
+    /// GETs `/slow` and decodes a ``SmallItem``.
+    func slow() async throws {
+        _ = try await client.run(NetworkRequest<VoidRequest, SmallItem>(path: EndpointPath.slow, method: .get))
+    }
+}
+
+/// A count of requests, safe to bump from many tasks at once.
+actor RequestCounter {
+    private(set) var count = 0
+
+    /// Adds one.
+    func increment() {
+        count += 1
+    }
+}
+
+/// A decorator that counts the calls reaching the wrapped client: with ``DeduplicatingClient`` on top, the number
+/// of requests that really went to the server, even when the server is external and cannot tell.
+struct CountingClient<Wrapped: NetworkClientProtocol>: NetworkClientProtocol {
+    let wrapped: Wrapped
+    let counter = RequestCounter()
+
+    func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        await counter.increment()
+        return try await wrapped.run(networkRequest)
+    }
+}

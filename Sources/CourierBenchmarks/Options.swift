@@ -1,0 +1,106 @@
+/// The command line.
+struct Options: Sendable {
+    /// What the run does.
+    enum Mode: Sendable, Equatable {
+        /// The interleaved raw-versus-Courier benchmark.
+        case benchmark
+        /// Print the usage.
+        case help
+        /// Write the fixtures and an nginx.conf into a directory.
+        case writeFixtures(directory: String)
+        /// Only run the in-process server and print its base URL (to profile the client without the server).
+        case serve
+        /// Run one client's small GET loop at concurrency 1, for callgrind.
+        case profile(ProfileClient, count: Int)
+    }
+
+    /// The client whose loop `--profile` runs.
+    enum ProfileClient: String, Sendable, CaseIterable {
+        case raw
+        case courier
+        case dedup
+        case sequential
+    }
+
+    var mode = Mode.benchmark
+    var json = false
+    var quick = false
+    var baseURL: String?
+    var rounds: Int?
+
+    /// The default number of rounds of a full run, and the fewest allowed without `--quick`.
+    static let defaultRounds = 9
+    static let minimumRounds = 7
+    /// The rounds of `--quick`.
+    static let quickRounds = 3
+
+    /// The rounds to run, after defaults.
+    var effectiveRounds: Int {
+        rounds ?? (quick ? Self.quickRounds : Self.defaultRounds)
+    }
+
+    static let usage = """
+        Usage: CourierBenchmarks [--json] [--base-url URL] [--rounds N] [--quick]
+               CourierBenchmarks --write-fixtures DIR
+
+        Compares raw URLSession with Courier's NetworkClient, .deduplicated() and .sequential() in one process,
+        in interleaved rounds (the first discarded as warm-up), and prints medians as a Markdown table.
+
+          --json              print the results as a JSON array instead of the table (notes go to stderr)
+          --base-url URL      send to an external server (e.g. nginx) instead of the in-process one; it must serve
+                              /small.json, /large.json, POST /post and, for the fan-out, /slow (50 ms)
+          --rounds N          rounds per scenario (default \(defaultRounds), at least \(minimumRounds) unless --quick)
+          --quick             \(quickRounds) rounds of small chunks: a smoke test of a few seconds
+          --write-fixtures DIR
+                              write small.json, large.json, post and a sample nginx.conf into DIR, then exit
+
+        Profiling (for valgrind --tool=callgrind):
+          --profile raw|courier|dedup|sequential [--count N] [--base-url URL]
+                              run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
+          --serve             run only the in-process server, print its base URL, and serve until killed
+        """
+
+    /// Parses the arguments after the program name.
+    static func parse(_ arguments: [String]) throws -> Options {
+        var options = Options()
+        var profileClient: ProfileClient?
+        var count: Int?
+        var remaining = arguments[...]
+        func value(for flag: String) throws -> String {
+            guard let value = remaining.popFirst() else { throw BenchmarkError.usage("\(flag) needs a value") }
+            return value
+        }
+        func number(for flag: String, minimum: Int) throws -> Int {
+            let text = try value(for: flag)
+            guard let number = Int(text), number >= minimum else {
+                throw BenchmarkError.usage("\(flag) needs a whole number of at least \(minimum), not \(text)")
+            }
+            return number
+        }
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--json": options.json = true
+            case "--quick": options.quick = true
+            case "--base-url": options.baseURL = try value(for: argument)
+            case "--rounds": options.rounds = try number(for: argument, minimum: 2)
+            case "--write-fixtures": options.mode = .writeFixtures(directory: try value(for: argument))
+            case "--serve": options.mode = .serve
+            case "--count": count = try number(for: argument, minimum: 0)
+            case "--profile":
+                let name = try value(for: argument)
+                guard let client = ProfileClient(rawValue: name) else {
+                    let names = ProfileClient.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw BenchmarkError.usage("--profile takes one of \(names), not \(name)")
+                }
+                profileClient = client
+            case "-h", "--help": options.mode = .help
+            default: throw BenchmarkError.usage("unknown argument \(argument)")
+            }
+        }
+        if let profileClient { options.mode = .profile(profileClient, count: count ?? 2_000) }
+        if options.mode == .benchmark, !options.quick, let rounds = options.rounds, rounds < minimumRounds {
+            throw BenchmarkError.usage("--rounds must be at least \(minimumRounds) (or add --quick)")
+        }
+        return options
+    }
+}

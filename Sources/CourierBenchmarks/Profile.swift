@@ -1,0 +1,25 @@
+import Foundation
+
+/// The `--profile` loop: warm-up requests, then `count` small GETs one after the other through one client.
+///
+/// Run it under `valgrind --tool=callgrind` for two counts (e.g. 0 and 2000): the difference of the instruction
+/// totals divided by the difference of the counts is the steady-state cost of one request. The warm-up makes the
+/// connection and the lazy one-time setup part of the fixed cost.
+func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) async throws {
+    let clients = Clients(target: target)
+    let operation: @Sendable (Int) async throws -> Void =
+        switch client {
+        case .raw: { [raw = clients.raw] in try await raw.small($0) }
+        case .courier: { [courier = clients.courier] in try await courier.small($0) }
+        case .dedup: { [deduplicated = clients.deduplicated] in try await deduplicated.small($0) }
+        case .sequential: { [sequential = clients.sequential] in try await sequential.small($0) }
+        }
+    let warmUp = 20
+    try await runChunk(count: warmUp, concurrency: 1, firstIndex: 0, operation: operation)
+    let sample = try await measure {
+        try await runChunk(count: count, concurrency: 1, firstIndex: warmUp, operation: operation)
+    }
+    let perRequest = count > 0 ? format(sample.cpuSeconds / Double(count) * 1_000, digits: 3) : "-"
+    printError("profile \(client.rawValue): \(count) requests in \(format(sample.wallSeconds, digits: 3)) s, "
+        + "\(perRequest) CPU ms/request")
+}

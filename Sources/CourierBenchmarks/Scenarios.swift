@@ -1,0 +1,191 @@
+import Courier
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How many rounds to run and how many requests make one chunk in each scenario.
+struct Plan: Sendable {
+    /// Rounds per comparison, the first one a discarded warm-up.
+    let rounds: Int
+    /// Requests per chunk of the small GET scenarios.
+    let smallChunk: Int
+    /// Requests per chunk of the 1 KB POST scenario.
+    let postChunk: Int
+    /// Requests per chunk of the 1 MB scenario.
+    let largeChunk: Int
+    /// Identical concurrent calls in one dedup fan-out.
+    let fanOutCalls: Int
+
+    /// The full run: at least 3,000 measured small requests per side over the default 9 rounds.
+    static func full(rounds: Int) -> Plan {
+        Plan(rounds: rounds, smallChunk: 1_000, postChunk: 800, largeChunk: 24, fanOutCalls: 1_000)
+    }
+
+    /// A smoke test that finishes in seconds.
+    static func quick(rounds: Int) -> Plan {
+        Plan(rounds: rounds, smallChunk: 30, postChunk: 30, largeChunk: 2, fanOutCalls: 1_000)
+    }
+}
+
+/// The clients under test, all on the target's one `URLSession`.
+struct Clients: Sendable {
+    let raw: RawCalls
+    let courier: CourierCalls<NetworkClient>
+    let deduplicated: CourierCalls<DeduplicatingClient>
+    let sequential: CourierCalls<SequentialClient>
+
+    init(target: Target) {
+        let configuration = NetworkConfiguration(session: target.session, baseURL: target.baseURL)
+        let client = NetworkClient(configuration: configuration)
+        raw = RawCalls(session: target.session, base: target.base)
+        courier = CourierCalls(client: client)
+        deduplicated = CourierCalls(client: client.deduplicated())
+        sequential = CourierCalls(client: client.sequential())
+    }
+}
+
+/// Which optional endpoints the target serves.
+struct Availability: Sendable {
+    var post = true
+    var large = true
+    var slow = true
+    /// Why scenarios were skipped, for the notes under the table.
+    var notes: [String] = []
+}
+
+/// Sends one request of every kind, raw and through Courier, to check that the target serves what the scenarios
+/// need and that both sides decode it. `/small.json` is required; a missing optional endpoint skips its scenario.
+func probe(_ clients: Clients) async throws -> Availability {
+    do {
+        try await clients.raw.small(-1)
+        try await clients.courier.small(-1)
+    } catch {
+        throw BenchmarkError.badResponse("GET \(EndpointPath.small) failed: \(error)")
+    }
+    var availability = Availability()
+    do {
+        try await clients.raw.post(PostBody.sample)
+        try await clients.courier.post(PostBody.sample)
+    } catch {
+        availability.post = false
+        availability.notes.append("POST scenario skipped: POST \(EndpointPath.post) failed: \(error)")
+    }
+    do {
+        let counts = [try await clients.raw.large(), try await clients.courier.large()]
+        guard counts == [Fixtures.largeCount, Fixtures.largeCount] else {
+            throw BenchmarkError.badResponse("expected \(Fixtures.largeCount) items, got \(counts)")
+        }
+    } catch {
+        availability.large = false
+        availability.notes.append("1 MB scenario skipped: GET \(EndpointPath.large) failed: \(error)")
+    }
+    do {
+        try await clients.courier.slow()
+    } catch {
+        availability.slow = false
+        availability.notes.append("fan-out scenario skipped: GET \(EndpointPath.slow) failed: \(error)")
+    }
+    return availability
+}
+
+/// The raw-versus-Courier comparisons of scenarios 1 to 3, in the order they run.
+func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> [Comparison] {
+    let raw = clients.raw
+    let courier = clients.courier
+    let deduplicated = clients.deduplicated
+    let sequential = clients.sequential
+    var result: [Comparison] = []
+    for concurrency in [1, 16, 64] {
+        func small(_ client: String, _ operation: @escaping @Sendable (Int) async throws -> Void) -> Contender {
+            Contender(
+                client: client, concurrency: concurrency, requestsPerChunk: plan.smallChunk, operation: operation)
+        }
+        var contenders = [
+            small("raw URLSession") { try await raw.small($0) },
+            small("Courier") { try await courier.small($0) },
+            small("Courier .deduplicated()") { try await deduplicated.small($0) },
+        ]
+        if concurrency == 1 {
+            contenders.append(small("Courier .sequential()") { try await sequential.small($0) })
+        }
+        result.append(Comparison(scenario: "small GET", contenders: contenders))
+    }
+    if availability.post {
+        let body = PostBody.sample
+        result.append(
+            Comparison(
+                scenario: "POST 1 KB JSON",
+                contenders: [
+                    Contender(client: "raw URLSession", concurrency: 16, requestsPerChunk: plan.postChunk) { _ in
+                        try await raw.post(body)
+                    },
+                    Contender(client: "Courier", concurrency: 16, requestsPerChunk: plan.postChunk) { _ in
+                        try await courier.post(body)
+                    },
+                ]))
+    }
+    if availability.large {
+        result.append(
+            Comparison(
+                scenario: "GET 1 MB JSON array",
+                contenders: [
+                    Contender(client: "raw URLSession", concurrency: 1, requestsPerChunk: plan.largeChunk) { _ in
+                        try await raw.large()
+                    },
+                    Contender(client: "Courier", concurrency: 1, requestsPerChunk: plan.largeChunk) { _ in
+                        try await courier.large()
+                    },
+                ]))
+    }
+    return result
+}
+
+/// The rounds of the dedup fan-out: one plain request to `/slow` against `calls` identical concurrent ones through
+/// ``DeduplicatingClient``.
+struct FanOutResult: Sendable {
+    let calls: Int
+    /// The single request, per measured round.
+    let single: [Sample]
+    /// The fan-out, per measured round.
+    let fanOut: [Sample]
+    /// Requests that left the client per fan-out (counted by a decorator under the dedup layer), per measured round.
+    let sent: [Int]
+    /// Requests the in-process server received per fan-out, per measured round; `nil` with an external server.
+    let received: [Int]?
+}
+
+/// Runs the fan-out scenario in interleaved rounds, the first one discarded.
+func runFanOut(target: Target, plan: Plan) async throws -> FanOutResult {
+    let configuration = NetworkConfiguration(session: target.session, baseURL: target.baseURL)
+    let counting = CountingClient(wrapped: NetworkClient(configuration: configuration))
+    let single = CourierCalls(client: counting)
+    let shared = CourierCalls(client: counting.deduplicated())
+    let calls = plan.fanOutCalls
+    var singles: [Sample] = []
+    var fanOuts: [Sample] = []
+    var sent: [Int] = []
+    var received: [Int] = []
+    for round in 0..<plan.rounds {
+        // Alternate which side goes first.
+        var singleSample = Sample(wallSeconds: 0, cpuSeconds: 0)
+        if round % 2 == 0 { singleSample = try await measure { try await single.slow() } }
+        let sentBefore = await counting.counter.count
+        let receivedBefore = target.server?.requestCount ?? 0
+        let fanOutSample = try await measure {
+            try await runChunk(count: calls, concurrency: calls, firstIndex: 0) { _ in try await shared.slow() }
+        }
+        let sentCount = await counting.counter.count - sentBefore
+        let receivedCount = (target.server?.requestCount ?? 0) - receivedBefore
+        if round % 2 == 1 { singleSample = try await measure { try await single.slow() } }
+        if round > 0 {
+            singles.append(singleSample)
+            fanOuts.append(fanOutSample)
+            sent.append(sentCount)
+            received.append(receivedCount)
+        }
+    }
+    return FanOutResult(
+        calls: calls, single: singles, fanOut: fanOuts, sent: sent, received: target.server == nil ? nil : received)
+}

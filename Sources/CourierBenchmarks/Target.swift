@@ -1,0 +1,99 @@
+import Foundation
+import LoopbackHTTPServer
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The paths the benchmark requests; an external server given with `--base-url` must serve them.
+enum EndpointPath {
+    /// The small object.
+    static let small = "/small.json"
+    /// The 1 MB array.
+    static let large = "/large.json"
+    /// Accepts a POST and answers the small object.
+    static let post = "/post"
+    /// Answers the small object after ``slowDelay``.
+    static let slow = "/slow"
+    /// How long `/slow` waits before answering.
+    static let slowDelay = Duration.milliseconds(50)
+}
+
+/// Where the requests go: the in-process loopback server, or an external server such as nginx.
+struct Target: Sendable {
+    /// The base URL as text, without a trailing slash; raw requests append their path to it.
+    let base: String
+    /// The same base URL, for ``Courier/NetworkConfiguration``.
+    let baseURL: URL
+    /// The in-process server, or `nil` with `--base-url`.
+    let server: LoopbackServer?
+    /// The one session both the raw and the Courier side use, so that they share one connection pool.
+    let session: URLSession
+
+    /// Starts the in-process server, or points at `externalBaseURL` when it is given.
+    init(externalBaseURL: String?) throws {
+        let server: LoopbackServer?
+        var base: String
+        if let externalBaseURL {
+            server = nil
+            base = externalBaseURL
+        } else {
+            let started = try Self.startServer()
+            server = started
+            base = started.baseURL.absoluteString
+        }
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: base), url.scheme != nil, url.host != nil else {
+            throw BenchmarkError.usage("not an absolute http URL: \(base)")
+        }
+        self.base = base
+        self.baseURL = url
+        self.server = server
+        self.session = URLSession(configuration: .ephemeral)
+    }
+
+    /// Starts a loopback server that answers the ``EndpointPath`` paths with the ``Fixtures`` bytes.
+    static func startServer() throws -> LoopbackServer {
+        let small = Fixtures.small
+        let large = Fixtures.large
+        let json = [ServerHeader(name: "Content-Type", value: "application/json")]
+        return try LoopbackServer { request in
+            switch (request.method, request.path) {
+            case ("GET", EndpointPath.small): .respond(status: 200, headers: json, body: small)
+            case ("GET", EndpointPath.large): .respond(status: 200, headers: json, body: large)
+            case ("POST", EndpointPath.post): .respond(status: 200, headers: json, body: small)
+            case ("GET", EndpointPath.slow):
+                .respond(status: 200, headers: json, body: small, delay: EndpointPath.slowDelay)
+            case (_, EndpointPath.small), (_, EndpointPath.large), (_, EndpointPath.post), (_, EndpointPath.slow):
+                .respond(status: 405)
+            default: .respond(status: 404)
+            }
+        }
+    }
+
+    /// A human-readable description of where requests go.
+    var description: String {
+        server == nil ? "external server at \(base)" : "in-process LoopbackHTTPServer at \(base)"
+    }
+
+    /// Stops the in-process server, if any, and invalidates the session.
+    func shutDown() {
+        session.finishTasksAndInvalidate()
+        server?.stop()
+    }
+}
+
+/// Why the benchmark cannot go on.
+enum BenchmarkError: Error, CustomStringConvertible {
+    /// The command line is wrong.
+    case usage(String)
+    /// A request failed or answered something unexpected.
+    case badResponse(String)
+
+    var description: String {
+        switch self {
+        case .usage(let message): "usage error: \(message) (see --help)"
+        case .badResponse(let message): "bad response: \(message)"
+        }
+    }
+}
