@@ -43,8 +43,9 @@ func runBenchmark(_ options: Options) async throws {
             ResultRow(result, baseline: position == 0 ? nil : baseline)
         }
         let concurrency = comparison.contenders.first?.concurrency ?? 0
-        printError("[\(number + 1)/\(planned.count)] \(comparison.scenario), concurrency \(concurrency): "
-            + "\(seconds(since: started)) s")
+        printError(
+            "[\(number + 1)/\(planned.count)] \(comparison.scenario), concurrency \(concurrency): "
+                + "\(seconds(since: started)) s")
         // The server keeps a log of recent requests; keep it short between scenarios.
         target.server?.resetStatistics()
     }

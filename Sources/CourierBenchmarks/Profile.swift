@@ -20,6 +20,7 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
         try await runChunk(count: count, concurrency: 1, firstIndex: warmUp, operation: operation)
     }
     let perRequest = count > 0 ? format(sample.cpuSeconds / Double(count) * 1_000, digits: 3) : "-"
-    printError("profile \(client.rawValue): \(count) requests in \(format(sample.wallSeconds, digits: 3)) s, "
-        + "\(perRequest) CPU ms/request")
+    printError(
+        "profile \(client.rawValue): \(count) requests in \(format(sample.wallSeconds, digits: 3)) s, "
+            + "\(perRequest) CPU ms/request")
 }
