@@ -56,11 +56,10 @@ public final class NetworkClient: NetworkClientProtocol {
     }
 
     private func intercepted(_ request: URLRequest) async throws -> URLRequest {
-        let interceptor = configuration.interceptor
-        let asyncInterceptor = configuration.asyncInterceptor
-        guard interceptor != nil || asyncInterceptor != nil else { return request }
-        var request = interceptor?(request) ?? request
-        if let asyncInterceptor {
+        let interceptors = configuration.currentInterceptors
+        guard interceptors.sync != nil || interceptors.async != nil else { return request }
+        var request = interceptors.sync?(request) ?? request
+        if let asyncInterceptor = interceptors.async {
             do {
                 request = try await asyncInterceptor(request)
             } catch is CancellationError {

@@ -25,13 +25,16 @@ public final class NetworkConfiguration: Sendable {
 
     let base: BaseURL
     private let interceptors = Locked(Interceptors())
+
+    /// Both interceptors, read under one lock acquisition, as each request starts.
+    var currentInterceptors: Interceptors { interceptors.withLock { $0 } }
     /// Rewrites cross-origin redirects; `nil` when the session belongs to the caller and the platform has no
     /// per-task delegates for redirects (Linux).
     let redirectGuard: RedirectGuard?
     /// Whether Courier created `session` and so must invalidate it.
     private let ownsSession: Bool
 
-    private struct Interceptors: Sendable {
+    struct Interceptors: Sendable {
         var sync: (@Sendable (URLRequest) -> URLRequest)?
         var async: (@Sendable (URLRequest) async throws -> URLRequest)?
     }
