@@ -20,6 +20,14 @@ struct RawCalls: Sendable {
         _ = try decoder.decode(SmallItem.self, from: try await send(request))
     }
 
+    /// ``small(_:)`` plus the `Accept: application/json` header that Courier sends on every request: for
+    /// `--profile raw-accept`, to tell the header's cost apart from the library's own.
+    func smallAcceptingJSON(_ index: Int) async throws {
+        var request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        _ = try decoder.decode(SmallItem.self, from: try await send(request))
+    }
+
     /// POSTs `body` as JSON to `/post` and decodes the ``SmallItem`` answer.
     func post(_ body: PostBody) async throws {
         var request = URLRequest(url: try url(base + EndpointPath.post))

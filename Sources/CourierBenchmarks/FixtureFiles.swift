@@ -27,6 +27,9 @@ enum FixtureFiles {
         # Start it from this directory:   nginx -p "$PWD" -c "$PWD/nginx.conf"
         # Stop it:                        nginx -p "$PWD" -c "$PWD/nginx.conf" -s stop
         # With nginx serving the requests, getrusage in the benchmark counts the client's CPU only.
+        # For /slow (the fan-out scenario), load the echo module here and uncomment `location = /slow` below;
+        # on Debian: apt-get install libnginx-mod-http-echo, and:
+        # load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
         worker_processes 1;
         pid nginx.pid;
         error_log stderr warn;
@@ -65,7 +68,7 @@ enum FixtureFiles {
                 }
 
                 # /slow must answer small.json after 50 ms. Stock nginx cannot wait; with the echo module
-                # (OpenResty, or libnginx-mod-http-echo on Debian) uncomment this:
+                # (OpenResty, or load_module above) uncomment this:
                 # location = /slow {
                 #     echo_sleep 0.05;
                 #     echo_exec /small.json;

@@ -17,6 +17,8 @@ struct Options: Sendable {
     /// The client whose loop `--profile` runs.
     enum ProfileClient: String, Sendable, CaseIterable {
         case raw
+        /// Raw, plus the `Accept` header Courier adds.
+        case rawAccept = "raw-accept"
         case courier
         case dedup
         case sequential
@@ -55,8 +57,9 @@ struct Options: Sendable {
                               write small.json, large.json, post and a sample nginx.conf into DIR, then exit
 
         Profiling (for valgrind --tool=callgrind):
-          --profile raw|courier|dedup|sequential [--count N] [--base-url URL]
+          --profile raw|raw-accept|courier|dedup|sequential [--count N] [--base-url URL]
                               run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
+                              (raw-accept: raw plus the Accept header Courier sends)
           --serve             run only the in-process server, print its base URL, and serve until killed
         """
 

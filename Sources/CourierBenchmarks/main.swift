@@ -1,6 +1,10 @@
 import Foundation
 
 // CourierBenchmarks: raw URLSession against Courier, in one process, in interleaved rounds. See `Options.usage`.
+//
+// The top level is deliberately synchronous. An `async` top level parks the main thread in `dispatch_main()`, whose
+// `sigsuspend` on a read-only signal mask kills valgrind (3.19) at once, and `--profile` exists to run under
+// callgrind. So the work runs in a task on the global executor (see `startAndWait`) and this thread just waits.
 
 let options: Options
 do {
@@ -9,26 +13,4 @@ do {
     printError("\(error)")
     exit(2)
 }
-
-do {
-    switch options.mode {
-    case .help:
-        print(Options.usage)
-    case .writeFixtures(let directory):
-        for path in try FixtureFiles.write(to: directory) { print(path) }
-    case .serve:
-        let server = try Target.startServer()
-        // Unbuffered, so that a script reading the URL from a pipe sees it at once.
-        FileHandle.standardOutput.write(Data((server.baseURL.absoluteString + "\n").utf8))
-        while true { try await Task.sleep(for: .seconds(3_600)) }
-    case .profile(let client, let count):
-        let target = try Target(externalBaseURL: options.baseURL)
-        try await runProfile(client, count: count, target: target)
-        target.shutDown()
-    case .benchmark:
-        try await runBenchmark(options)
-    }
-} catch {
-    printError("error: \(error)")
-    exit(1)
-}
+startAndWait(options)

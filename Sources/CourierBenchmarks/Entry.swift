@@ -1,0 +1,40 @@
+import Foundation
+
+/// Runs the mode `options` asks for in a task on the global executor, blocks the calling thread, and exits the
+/// process with the mode's status when the task is done: 0 on success, 1 on any error.
+func startAndWait(_ options: Options) -> Never {
+    // Created in a nonisolated function, so the task does not inherit the main actor that this thread blocks.
+    Task {
+        let status: Int32
+        do {
+            try await run(options)
+            status = 0
+        } catch {
+            printError("error: \(error)")
+            status = 1
+        }
+        exit(status)
+    }
+    while true { DispatchSemaphore(value: 0).wait() }
+}
+
+/// Runs one mode of the command line.
+private func run(_ options: Options) async throws {
+    switch options.mode {
+    case .help:
+        print(Options.usage)
+    case .writeFixtures(let directory):
+        for path in try FixtureFiles.write(to: directory) { print(path) }
+    case .serve:
+        let server = try Target.startServer()
+        // Unbuffered, so that a script reading the URL from a pipe sees it at once.
+        FileHandle.standardOutput.write(Data((server.baseURL.absoluteString + "\n").utf8))
+        while true { try await Task.sleep(for: .seconds(3_600)) }
+    case .profile(let client, let count):
+        let target = try Target(externalBaseURL: options.baseURL)
+        defer { target.shutDown() }
+        try await runProfile(client, count: count, target: target)
+    case .benchmark:
+        try await runBenchmark(options)
+    }
+}
