@@ -20,8 +20,8 @@ public protocol NetworkClientProtocol: Sendable {
 
 /// The client that sends requests with the ``NetworkConfiguration``'s `URLSession`.
 ///
-/// Each ``run(_:)`` builds the URL once as a string, runs the interceptors, sends with `URLSession.data(for:)` on the
-/// caller's task (no actor hop, no extra task), checks the status and decodes.
+/// Each ``run(_:)`` builds the URL once as a string, runs the interceptors, sends with the session on the caller's
+/// task (no actor hop, no extra task), checks the status and decodes.
 public final class NetworkClient: NetworkClientProtocol {
     /// The configuration every request runs against.
     public let configuration: NetworkConfiguration
@@ -75,10 +75,7 @@ public final class NetworkClient: NetworkClientProtocol {
 
     private func send(_ request: URLRequest) async throws -> (Data, URLResponse) {
         do {
-            if let redirectGuard = configuration.redirectGuard {
-                return try await configuration.session.data(for: request, delegate: redirectGuard)
-            }
-            return try await configuration.session.data(for: request)
+            return try await configuration.session.courierData(for: request, delegate: configuration.redirectGuard)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             if let urlError = error as? URLError { throw NetworkClientError.transportFailed(urlError) }

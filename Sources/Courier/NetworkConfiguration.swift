@@ -93,7 +93,8 @@ public final class NetworkConfiguration: Sendable {
     /// invalidates when the configuration is released.
     ///
     /// On every platform, Linux included, ``sensitiveHeaders`` set by the request or by the interceptors are
-    /// removed from any redirect to another origin (scheme, host or port).
+    /// removed from any redirect to another origin (scheme, host or port). On Linux the session has no `URLCache`:
+    /// corelibs' cache makes cancelling a request unsafe (the process can trap), and costs about 10% per request.
     /// - Parameters:
     ///   - sessionConfiguration: The configuration of the session to create, e.g. `.default` or `.ephemeral`.
     ///   - defaultDecoder: The response decoder; a plain `JSONDecoder()` by default.
@@ -109,7 +110,8 @@ public final class NetworkConfiguration: Sendable {
     ) {
         let sensitiveHeaders = Self.normalized(sensitiveHeaders)
         let redirectGuard = RedirectGuard(sensitiveHeaders: sensitiveHeaders)
-        self.session = URLSession(configuration: sessionConfiguration, delegate: redirectGuard, delegateQueue: nil)
+        self.session = URLSession(
+            configuration: ownedSessionConfiguration(sessionConfiguration), delegate: redirectGuard, delegateQueue: nil)
         self.defaultDecoder = defaultDecoder
         self.defaultEncoder = defaultEncoder
         self.baseURL = baseURL

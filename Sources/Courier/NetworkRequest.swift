@@ -96,7 +96,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// body's `Content-Type`) when they name the same field, compared case-insensitively.
     public let additionalHeaders: [String: String]?
     /// The time, in seconds, the request may stay idle before it fails with `URLError.timedOut`;
-    /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`.
+    /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`. On Linux, where URLSession counts whole
+    /// seconds, it is rounded up: `0.5` waits one second rather than failing at once.
     public let timeoutInterval: TimeInterval?
 
     /// Creates a request.

@@ -192,7 +192,7 @@ extension NetworkRequest {
         let base = baseURL.map(BaseURL.init) ?? configuration.base
         var request = URLRequest(url: try base.appending(path: path, queryItems: queryItems))
         request.httpMethod = method.rawValue
-        if let timeoutInterval { request.timeoutInterval = timeoutInterval }
+        if let timeoutInterval { request.timeoutInterval = transportTimeout(timeoutInterval) }
         request.setValue("application/json", forHTTPHeaderField: "Accept")
 
         if let formItems {
