@@ -39,24 +39,27 @@ struct BaseURL: Sendable {
     /// The base URL, plus `path` after exactly one `/`, plus the percent-encoded query items.
     func appending(path: String?, queryItems: [URLQueryItem]?) throws(NetworkClientError) -> URL {
         if let invalidReason { throw .invalidURL(reason: invalidReason) }
-        let encodedPath = try Self.encode(path: path ?? "")
-        let hasItems = !(queryItems?.isEmpty ?? true)
-        if encodedPath.isEmpty && !hasItems { return url }
+        let relativePath = try Self.relative(path ?? "")
+        let queryItems = queryItems ?? []
+        if relativePath.isEmpty && queryItems.isEmpty { return url }
 
-        var text = String(encodedPath.isEmpty ? prefixAsGiven : prefix)
-        if !encodedPath.isEmpty {
+        var text = ""
+        text.reserveCapacity(prefixAsGiven.utf8.count + relativePath.utf8.count * 3 + queryItems.count * 32 + 2)
+        if relativePath.isEmpty {
+            text += prefixAsGiven
+        } else {
+            text += prefix
             text += "/"
-            text += encodedPath
+            PercentEncoding.append(relativePath, keeping: .pathCharacters, to: &text)
         }
+        var separator = "?"
         if let query, !query.isEmpty {
-            text += "?"
+            text += separator
             text += query
-            if let queryItems, hasItems {
-                text += "&"
-                FormEncoding.appendQuery(queryItems, to: &text)
-            }
-        } else if let queryItems, hasItems {
-            text += "?"
+            separator = "&"
+        }
+        if !queryItems.isEmpty {
+            text += separator
             FormEncoding.appendQuery(queryItems, to: &text)
         }
         guard let url = URL(string: text) else {
@@ -65,21 +68,32 @@ struct BaseURL: Sendable {
         return url
     }
 
-    /// The path without leading slashes, percent-encoded so that the server reads back exactly `path`.
-    static func encode(path: String) throws(NetworkClientError) -> String {
+    /// `path` without its leading slashes; a `.` or `..` segment is an error, since it would be resolved away.
+    static func relative(_ path: String) throws(NetworkClientError) -> Substring {
         let utf8 = path.utf8
         guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return "" }
-        let relative = path[start...]
-        if relative.utf8.contains(UInt8(ascii: ".")) {
-            for segment in relative.split(separator: "/", omittingEmptySubsequences: false)
-            where segment == "." || segment == ".." {
-                throw .invalidURL(
-                    reason:
-                        "the path \(String(reflecting: path)) has a \"\(segment)\" segment, which would be resolved "
-                        + "away before sending; remove it")
+        var dots = 0
+        var segmentIsOnlyDots = true
+        func rejectDotSegment() throws(NetworkClientError) {
+            guard segmentIsOnlyDots && (dots == 1 || dots == 2) else { return }
+            throw .invalidURL(
+                reason:
+                    "the path \(String(reflecting: path)) has a \"\(String(repeating: ".", count: dots))\" segment, "
+                    + "which would be resolved away before sending; remove it")
+        }
+        for byte in utf8[start...] {
+            if byte == UInt8(ascii: "/") {
+                try rejectDotSegment()
+                dots = 0
+                segmentIsOnlyDots = true
+            } else if byte == UInt8(ascii: ".") {
+                dots += 1
+            } else {
+                segmentIsOnlyDots = false
             }
         }
-        return PercentEncoding.encode(relative, keeping: .pathCharacters)
+        try rejectDotSegment()
+        return path[start...]
     }
 }
 
@@ -115,10 +129,13 @@ enum PercentEncoding {
 
     private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
-    /// `text` with every UTF-8 byte outside `allowed` written as `%XX`.
-    static func encode<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet) -> String {
+    /// Appends `text` to `output` with every UTF-8 byte outside `allowed` written as `%XX`.
+    static func append<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet, to output: inout String) {
         let utf8 = text.utf8
-        guard utf8.contains(where: { !allowed.contains($0) }) else { return String(text) }
+        guard utf8.contains(where: { !allowed.contains($0) }) else {
+            output += text
+            return
+        }
         var encoded: [UInt8] = []
         encoded.reserveCapacity(utf8.count * 3)
         for byte in utf8 {
@@ -130,7 +147,7 @@ enum PercentEncoding {
                 encoded.append(hexDigits[Int(byte & 0xF)])
             }
         }
-        return String(decoding: encoded, as: UTF8.self)
+        output += String(decoding: encoded, as: UTF8.self)
     }
 }
 
@@ -140,10 +157,10 @@ enum FormEncoding {
     static func appendQuery(_ items: [URLQueryItem], to text: inout String) {
         for (index, item) in items.enumerated() {
             if index > 0 { text += "&" }
-            text += PercentEncoding.encode(item.name, keeping: .unreserved)
+            PercentEncoding.append(item.name, keeping: .unreserved, to: &text)
             if let value = item.value {
                 text += "="
-                text += PercentEncoding.encode(value, keeping: .unreserved)
+                PercentEncoding.append(value, keeping: .unreserved, to: &text)
             }
         }
     }
@@ -154,9 +171,9 @@ enum FormEncoding {
         for item in items {
             guard let value = item.value else { continue }
             if !text.isEmpty { text += "&" }
-            text += PercentEncoding.encode(item.name, keeping: .unreserved)
+            PercentEncoding.append(item.name, keeping: .unreserved, to: &text)
             text += "="
-            text += PercentEncoding.encode(value, keeping: .unreserved)
+            PercentEncoding.append(value, keeping: .unreserved, to: &text)
         }
         return Data(text.utf8)
     }
@@ -191,34 +208,47 @@ extension NetworkRequest {
     func makeURLRequest(configuration: NetworkConfiguration) throws(NetworkClientError) -> URLRequest {
         let base = baseURL.map(BaseURL.init) ?? configuration.base
         var request = URLRequest(url: try base.appending(path: path, queryItems: queryItems))
-        request.httpMethod = method.rawValue
+        // GET is URLRequest's default, and corelibs re-validates the method on every assignment.
+        if method != .get { request.httpMethod = method.rawValue }
         if let timeoutInterval { request.timeoutInterval = transportTimeout(timeoutInterval) }
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
 
-        if let formItems {
-            if body != nil {
-                throw .invalidBody(reason: "both formItems and body are set; a request has one body")
-            }
-            request.httpBody = FormEncoding.body(formItems)
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        } else if let body, RequestModel.self != VoidRequest.self {
-            if RequestModel.self == Data.self, let data = body as? Data {
-                request.httpBody = data
-                request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-            } else {
-                do {
-                    request.httpBody = try (encoder ?? configuration.defaultEncoder).encode(body)
-                } catch {
-                    throw .encodingFailed(underlying: error)
-                }
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            }
-        }
-
+        let (body, contentType) = try encodedBody(configuration: configuration)
+        request.httpBody = body
+        // Assigned once: corelibs rebuilds its header storage on every `setValue`.
+        var headers = ["Accept": "application/json"]
+        if let contentType { headers["Content-Type"] = contentType }
         if let additionalHeaders {
             try HeaderValidation.validate(additionalHeaders)
-            for (name, value) in additionalHeaders { request.setValue(value, forHTTPHeaderField: name) }
+            for (name, value) in additionalHeaders {
+                // The caller's spelling of a default field replaces Courier's.
+                if name != "Accept" && name.utf8.count == 6 && name.lowercased() == "accept" {
+                    headers["Accept"] = nil
+                } else if name != "Content-Type" && name.utf8.count == 12 && name.lowercased() == "content-type" {
+                    headers["Content-Type"] = nil
+                }
+                headers[name] = value
+            }
         }
+        request.allHTTPHeaderFields = headers
         return request
+    }
+
+    /// The body bytes and their content type: a form, `Data` as is, JSON, or nothing.
+    private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (Data?, String?) {
+        if let formItems {
+            guard body == nil else {
+                throw .invalidBody(reason: "both formItems and body are set; a request has one body")
+            }
+            return (FormEncoding.body(formItems), "application/x-www-form-urlencoded")
+        }
+        guard let body, RequestModel.self != VoidRequest.self else { return (nil, nil) }
+        if RequestModel.self == Data.self, let data = body as? Data {
+            return (data, "application/octet-stream")
+        }
+        do {
+            return (try (encoder ?? configuration.defaultEncoder).encode(body), "application/json")
+        } catch {
+            throw .encodingFailed(underlying: error)
+        }
     }
 }
