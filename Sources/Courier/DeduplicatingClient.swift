@@ -74,7 +74,7 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             // Absent when `leave` ran first: the caller was cancelled before it could join.
             guard table.pendingWaiters.remove(waiterID) != nil else { return false }
             if table.calls[key] != nil {
-                table.calls[key]!.waiters[waiterID] = continuation
+                table.calls[key]?.waiters[waiterID] = continuation
                 return true
             }
             let callID = table.newID()
@@ -94,8 +94,11 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     private func finish(key: RequestKey, callID: UInt64, with result: Result<any Sendable, any Error>) {
         let waiters = table.withLock { table -> [Waiter] in
             // Gone if every waiter cancelled; a different id if a newer call for the same key started since.
-            guard let call = table.calls[key], call.id == callID else { return [] }
-            table.calls[key] = nil
+            guard let call = table.calls.removeValue(forKey: key) else { return [] }
+            guard call.id == callID else {
+                table.calls[key] = call
+                return []
+            }
             return Array(call.waiters.values)
         }
         for waiter in waiters { waiter.resume(with: result) }
@@ -107,10 +110,8 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             guard let waiter = table.calls[key]?.waiters.removeValue(forKey: waiterID) else {
                 return (nil, nil)  // Already resumed with the outcome.
             }
-            guard table.calls[key]!.waiters.isEmpty else { return (waiter, nil) }
-            let task = table.calls[key]!.task
-            table.calls[key] = nil
-            return (waiter, task)
+            guard table.calls[key]?.waiters.isEmpty == true else { return (waiter, nil) }
+            return (waiter, table.calls.removeValue(forKey: key)?.task)
         }
         abandonedCall?.cancel()
         waiter?.resume(throwing: CancellationError())
@@ -146,6 +147,8 @@ extension DeduplicatingClient {
 }
 
 /// Everything that makes two requests send the same bytes and expect the same type.
+///
+/// Hashed once, when made: the call table looks a key up several times per call.
 struct RequestKey: Hashable, Sendable {
     let method: HTTPMethod
     let baseURL: URL?
@@ -156,6 +159,7 @@ struct RequestKey: Hashable, Sendable {
     let body: Data?
     let timeoutInterval: TimeInterval?
     let responseType: ObjectIdentifier
+    private let hashValueCache: Int
 
     /// Encodes bodies of requests without an encoder of their own; sorted keys make equal values equal bytes.
     private static let bodyEncoder: JSONEncoder = {
@@ -186,5 +190,28 @@ struct RequestKey: Hashable, Sendable {
         } else {
             body = nil
         }
+        var hasher = Hasher()
+        hasher.combine(method)
+        hasher.combine(baseURL)
+        hasher.combine(path)
+        hasher.combine(queryItems)
+        hasher.combine(formItems)
+        hasher.combine(headers)
+        hasher.combine(body)
+        hasher.combine(timeoutInterval)
+        hasher.combine(responseType)
+        hashValueCache = hasher.finalize()
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hashValueCache)
+    }
+
+    static func == (lhs: RequestKey, rhs: RequestKey) -> Bool {
+        lhs.hashValueCache == rhs.hashValueCache && lhs.method == rhs.method && lhs.path == rhs.path
+            && lhs.queryItems == rhs.queryItems && lhs.headers == rhs.headers && lhs.body == rhs.body
+            && lhs.baseURL == rhs.baseURL && lhs.formItems == rhs.formItems
+            && lhs.timeoutInterval == rhs.timeoutInterval
+            && lhs.responseType == rhs.responseType
     }
 }
