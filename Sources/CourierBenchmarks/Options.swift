@@ -22,6 +22,10 @@ struct Options: Sendable {
         case courier
         case dedup
         case sequential
+        /// Raw URLSession on its own `.default` session.
+        case rawOwnSession = "raw-own-session"
+        /// Courier on the session it makes from `.default`.
+        case courierOwnSession = "courier-own-session"
     }
 
     var mode = Mode.benchmark
@@ -57,7 +61,7 @@ struct Options: Sendable {
                               write small.json, large.json, post and a sample nginx.conf into DIR, then exit
 
         Profiling (for valgrind --tool=callgrind):
-          --profile raw|raw-accept|courier|dedup|sequential [--count N] [--base-url URL]
+          --profile raw|raw-accept|courier|dedup|sequential|raw-own-session|courier-own-session [--count N] [--base-url URL]
                               run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
                               (raw-accept: raw plus the Accept header Courier sends)
           --serve             run only the in-process server, print its base URL, and serve until killed

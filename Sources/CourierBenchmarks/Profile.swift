@@ -14,6 +14,8 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
         case .courier: { [courier = clients.courier] in try await courier.small($0) }
         case .dedup: { [deduplicated = clients.deduplicated] in try await deduplicated.small($0) }
         case .sequential: { [sequential = clients.sequential] in try await sequential.small($0) }
+        case .rawOwnSession: { [raw = clients.rawOwnSession] in try await raw.small($0) }
+        case .courierOwnSession: { [courier = clients.courierOwnSession] in try await courier.small($0) }
         }
     let warmUp = 20
     try await runChunk(count: warmUp, concurrency: 1, firstIndex: 0, operation: operation)

@@ -35,6 +35,10 @@ struct Clients: Sendable {
     let courier: CourierCalls<NetworkClient>
     let deduplicated: CourierCalls<DeduplicatingClient>
     let sequential: CourierCalls<SequentialClient>
+    /// Raw URLSession on a session of its own made from `URLSessionConfiguration.default`.
+    let rawOwnSession: RawCalls
+    /// Courier on the session it makes from `URLSessionConfiguration.default` (on Linux, without a `URLCache`).
+    let courierOwnSession: CourierCalls<NetworkClient>
 
     init(target: Target) {
         let configuration = NetworkConfiguration(session: target.session, baseURL: target.baseURL)
@@ -43,6 +47,10 @@ struct Clients: Sendable {
         courier = CourierCalls(client: client)
         deduplicated = CourierCalls(client: client.deduplicated())
         sequential = CourierCalls(client: client.sequential())
+        rawOwnSession = RawCalls(session: URLSession(configuration: .default), base: target.base)
+        courierOwnSession = CourierCalls(
+            client: NetworkClient(
+                configuration: NetworkConfiguration(sessionConfiguration: .default, baseURL: target.baseURL)))
     }
 }
 
@@ -111,6 +119,22 @@ func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> 
             contenders.append(small("Courier .sequential()") { try await sequential.small($0) })
         }
         result.append(Comparison(scenario: "small GET", contenders: contenders))
+    }
+    // What a user gets from `NetworkConfiguration(sessionConfiguration:)`: each side on its own `.default` session.
+    let rawOwn = clients.rawOwnSession
+    let courierOwn = clients.courierOwnSession
+    for concurrency in [1, 16] {
+        result.append(
+            Comparison(
+                scenario: "small GET, own .default session",
+                contenders: [
+                    Contender(client: "raw URLSession", concurrency: concurrency, requestsPerChunk: plan.smallChunk) {
+                        try await rawOwn.small($0)
+                    },
+                    Contender(client: "Courier", concurrency: concurrency, requestsPerChunk: plan.smallChunk) {
+                        try await courierOwn.small($0)
+                    },
+                ]))
     }
     if availability.post {
         let body = PostBody.sample
