@@ -50,7 +50,10 @@ extension NetworkClientError: LocalizedError, CustomStringConvertible {
             return "The request interceptor failed: \(underlying)."
         case .transportFailed(let error):
             let url = (error.userInfo[NSURLErrorFailingURLErrorKey] as? URL).map { " for \(Redaction.url($0))" } ?? ""
-            return "The transfer failed\(url): \(Redaction.describe(error.code)) (URLError \(error.code.rawValue))."
+            // corelibs puts libcurl's own explanation ("transfer closed with 92 bytes remaining") in the description.
+            let detail = (error.userInfo[NSLocalizedDescriptionKey] as? String).map { ": \($0)" } ?? ""
+            return
+                "The transfer failed\(url): \(Redaction.describe(error.code)) (URLError \(error.code.rawValue)\(detail))."
         case .invalidResponse(let response):
             return "The response is not an HTTP response: \(type(of: response))."
         case .unacceptableStatusCode(let statusCode, let response, let data):

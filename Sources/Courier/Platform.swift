@@ -99,7 +99,7 @@ private final class Transfer: Sendable {
     }
 }
 
-/// The configuration of a session Courier creates: on Linux, without a `URLCache`.
+/// The configuration of a session Courier creates: on Linux, without a `URLCache`, and with whole-second timeouts.
 ///
 /// corelibs reads the cache on a background queue before a task's protocol exists; a cancellation landing in that
 /// window is reported after the task left the session's registry, and the process traps. The lookup also costs about
@@ -107,10 +107,30 @@ private final class Transfer: Sendable {
 func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
     let copy = configuration.copy() as! URLSessionConfiguration
     copy.urlCache = nil
+    copy.timeoutIntervalForRequest = transportTimeout(copy.timeoutIntervalForRequest)
+    copy.timeoutIntervalForResource = transportTimeout(copy.timeoutIntervalForResource)
     return copy
+}
+
+/// The request a redirect should lead to.
+///
+/// corelibs resolves a path-relative `Location` (`final`, `./final`, `../final`) against the root of the host rather
+/// than against the redirecting URL as RFC 3986 requires; resolve it here.
+func redirectTarget(of request: URLRequest, response: HTTPURLResponse) -> URLRequest {
+    guard let location = response.value(forHTTPHeaderField: "Location"), !location.hasPrefix("/"),
+        !location.contains("://"), let base = response.url,
+        let resolved = URL(string: location, relativeTo: base)?.absoluteURL
+    else { return request }
+    var request = request
+    request.url = resolved
+    return request
 }
 #else
 func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
     configuration
+}
+
+func redirectTarget(of request: URLRequest, response: HTTPURLResponse) -> URLRequest {
+    request
 }
 #endif

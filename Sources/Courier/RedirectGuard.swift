@@ -23,6 +23,7 @@ final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        let request = redirectTarget(of: request, response: response)
         completionHandler(guarded(request, redirectedFrom: task.originalRequest?.url ?? response.url))
     }
 
