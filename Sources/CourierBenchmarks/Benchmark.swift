@@ -1,11 +1,13 @@
 import Foundation
 
 /// Writes `message` and a newline to standard error: progress and notes, kept out of the table or the JSON.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func printError(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 
 /// Runs every scenario and prints the results: the table (or, with `--json`, the JSON array) on standard output.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func runBenchmark(_ options: Options) async throws {
     let rounds = options.effectiveRounds
     let plan = options.quick ? Plan.quick(rounds: rounds) : Plan.full(rounds: rounds)
@@ -66,6 +68,7 @@ func runBenchmark(_ options: Options) async throws {
 }
 
 /// The notes printed under the table.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 private func footnotes(rows: [ResultRow], availability: Availability, inProcessServer inProcess: Bool) -> [String] {
     var notes = [
         "Notes:",
@@ -92,11 +95,13 @@ private func footnotes(rows: [ResultRow], availability: Availability, inProcessS
 }
 
 /// Whole seconds and tenths since `start`, e.g. `12.3`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 private func seconds(since start: ContinuousClock.Instant) -> String {
     let elapsed = ContinuousClock.now - start
     return format(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, digits: 1)
 }
 
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 extension PostBody {
     /// The size of this value as JSON with a plain `JSONEncoder`.
     var encodedCount: Int {

@@ -7,6 +7,7 @@ import FoundationNetworking
 
 /// The baseline: what an app does without a library. `URLSession.data(for:)`, a status check and a `JSONDecoder`
 /// (and `JSONEncoder`) created once; the URL is built per request from a string with `URL(string:)`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct RawCalls: Sendable {
     let session: URLSession
     /// The base URL without a trailing slash.
@@ -60,6 +61,7 @@ struct RawCalls: Sendable {
 }
 
 /// The same requests through a Courier client: a typed ``NetworkRequest`` built per request and `run`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct CourierCalls<Client: NetworkClientProtocol>: Sendable {
     let client: Client
 
@@ -90,6 +92,7 @@ struct CourierCalls<Client: NetworkClientProtocol>: Sendable {
 }
 
 /// A count of requests, safe to bump from many tasks at once.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 actor RequestCounter {
     private(set) var count = 0
 
@@ -101,6 +104,7 @@ actor RequestCounter {
 
 /// A decorator that counts the calls reaching the wrapped client: with ``DeduplicatingClient`` on top, the number
 /// of requests that really went to the server, even when the server is external and cannot tell.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct CountingClient<Wrapped: NetworkClientProtocol>: NetworkClientProtocol {
     let wrapped: Wrapped
     let counter = RequestCounter()

@@ -1,4 +1,5 @@
 /// One client under test: what it runs, how many requests per chunk and with how many concurrent workers.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Contender: Sendable {
     /// The name shown in the table, e.g. `raw URLSession` or `Courier`.
     let client: String
@@ -11,6 +12,7 @@ struct Contender: Sendable {
 }
 
 /// Contenders measured against each other in interleaved rounds; the first is the baseline of the ratios.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Comparison: Sendable {
     /// The name shown in the table, e.g. `small GET`.
     let scenario: String
@@ -19,6 +21,7 @@ struct Comparison: Sendable {
 }
 
 /// The measured rounds of one contender, plus its per-round ratios to the baseline.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct ContenderResult: Sendable {
     let scenario: String
     let contender: Contender
@@ -34,6 +37,7 @@ struct ContenderResult: Sendable {
 /// starting contender rotates from round to round, so no one always runs first. Round 0 is a warm-up and discarded.
 /// - Parameter nextIndex: The first request index to use; advanced past every index used, so that request indices
 ///   (and so the URLs that carry them) are unique over the whole run.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func run(_ comparison: Comparison, rounds: Int, nextIndex: inout Int) async throws -> [ContenderResult] {
     let contenders = comparison.contenders
     var samples = Array(repeating: [Sample](), count: contenders.count)

@@ -2,6 +2,7 @@ import Foundation
 
 /// Runs the mode `options` asks for in a task on the global executor, blocks the calling thread, and exits the
 /// process with the mode's status when the task is done: 0 on success, 1 on any error.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func startAndWait(_ options: Options) -> Never {
     // Created in a nonisolated function, so the task does not inherit the main actor that this thread blocks.
     Task {
@@ -19,6 +20,7 @@ func startAndWait(_ options: Options) -> Never {
 }
 
 /// Runs one mode of the command line.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 private func run(_ options: Options) async throws {
     switch options.mode {
     case .help:

@@ -1,6 +1,7 @@
 import Foundation
 
 /// Writes the files that let nginx stand in for the in-process server (`--write-fixtures DIR`).
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 enum FixtureFiles {
     /// Writes `small.json`, `large.json`, `post` (a copy of `small.json`) and `nginx.conf` into `directory`.
     /// - Returns: The paths written, in order.

@@ -7,6 +7,7 @@ import Darwin
 #endif
 
 /// What the numbers were measured on.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Machine: Sendable {
     /// Active processor count (what `nproc` prints).
     let cores: Int

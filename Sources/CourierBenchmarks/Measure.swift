@@ -7,6 +7,7 @@ import Darwin
 #endif
 
 /// What one chunk of requests cost: wall time and the CPU time of the whole process.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Sample: Sendable {
     /// Seconds on the monotonic clock.
     let wallSeconds: Double
@@ -15,6 +16,7 @@ struct Sample: Sendable {
 }
 
 /// The user plus system CPU time the process has used so far, in seconds (`getrusage(RUSAGE_SELF)`).
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func processCPUSeconds() -> Double {
     var usage = rusage()
     #if canImport(Glibc)
@@ -28,6 +30,7 @@ func processCPUSeconds() -> Double {
 }
 
 /// Runs `body` once and returns its wall and CPU time.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func measure(_ body: () async throws -> Void) async rethrows -> Sample {
     let cpuStart = processCPUSeconds()
     let start = ContinuousClock.now
@@ -40,6 +43,7 @@ func measure(_ body: () async throws -> Void) async rethrows -> Sample {
 
 /// Runs requests `firstIndex ..< firstIndex + count` with `concurrency` child tasks; worker `w` runs the indices
 /// `w`, `w + concurrency`, `w + 2 * concurrency`, and so on, one after the other. Throws the first failure.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func runChunk(
     count: Int, concurrency: Int, firstIndex: Int, operation: @escaping @Sendable (Int) async throws -> Void
 ) async throws {
@@ -59,6 +63,7 @@ func runChunk(
 }
 
 /// The median of `values`; the mean of the middle two when the count is even, `nan` when empty.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func median(_ values: [Double]) -> Double {
     guard !values.isEmpty else { return .nan }
     let sorted = values.sorted()

@@ -1,4 +1,5 @@
 /// The command line.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Options: Sendable {
     /// What the run does.
     enum Mode: Sendable, Equatable {

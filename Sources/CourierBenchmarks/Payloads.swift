@@ -4,6 +4,7 @@ import Foundation
 // same on every run and on every machine: `--write-fixtures` writes exactly what the in-process server serves.
 
 /// The small object (about 100 bytes of JSON) served at `/small.json`, `/post` and `/slow`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct SmallItem: Codable, Sendable, Equatable {
     let active: Bool
     let email: String
@@ -19,6 +20,7 @@ struct SmallItem: Codable, Sendable, Equatable {
 }
 
 /// One element of the 1 MB array served at `/large.json`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct LargeItem: Codable, Sendable, Equatable {
     let available: Bool
     let id: Int
@@ -39,6 +41,7 @@ struct LargeItem: Codable, Sendable, Equatable {
 }
 
 /// The body of the POST scenario: exactly 1,024 bytes of JSON.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct PostBody: Codable, Sendable, Equatable {
     let id: Int
     let title: String
@@ -59,6 +62,7 @@ struct PostBody: Codable, Sendable, Equatable {
 }
 
 /// The exact response bodies, encoded once with sorted keys so that the bytes are reproducible.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 enum Fixtures {
     /// The number of elements in `/large.json`.
     static let largeCount = 10_000

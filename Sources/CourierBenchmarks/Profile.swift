@@ -5,6 +5,7 @@ import Foundation
 /// Run it under `valgrind --tool=callgrind` for two counts (e.g. 0 and 2000): the difference of the instruction
 /// totals divided by the difference of the counts is the steady-state cost of one request. The warm-up makes the
 /// connection and the lazy one-time setup part of the fixed cost.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) async throws {
     let clients = Clients(target: target)
     let operation: @Sendable (Int) async throws -> Void =

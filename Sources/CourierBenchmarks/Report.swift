@@ -1,6 +1,7 @@
 import Foundation
 
 /// One line of the results: one client in one scenario, summarised over the measured rounds.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct ResultRow: Codable, Sendable {
     let scenario: String
     let client: String
@@ -77,6 +78,7 @@ struct ResultRow: Codable, Sendable {
 }
 
 /// Renders rows as a Markdown table with aligned columns.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func markdownTable(_ rows: [ResultRow]) -> String {
     let header = [
         "scenario", "client", "concurrency", "req/chunk", "wall s/chunk", "req/s", "wall ratio", "CPU ms/req",
@@ -108,6 +110,7 @@ func markdownTable(_ rows: [ResultRow]) -> String {
 }
 
 /// Renders rows as a pretty-printed JSON array.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func jsonArray(_ rows: [ResultRow]) throws -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -117,6 +120,7 @@ func jsonArray(_ rows: [ResultRow]) throws -> String {
 }
 
 /// `value` with `digits` decimals.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func format(_ value: Double, digits: Int) -> String {
     String(format: "%.\(digits)f", value)
 }

@@ -6,6 +6,7 @@ import FoundationNetworking
 #endif
 
 /// How many rounds to run and how many requests make one chunk in each scenario.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Plan: Sendable {
     /// Rounds per comparison, the first one a discarded warm-up.
     let rounds: Int
@@ -30,6 +31,7 @@ struct Plan: Sendable {
 }
 
 /// The clients under test, all on the target's one `URLSession`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Clients: Sendable {
     let raw: RawCalls
     let courier: CourierCalls<NetworkClient>
@@ -55,6 +57,7 @@ struct Clients: Sendable {
 }
 
 /// Which optional endpoints the target serves.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Availability: Sendable {
     var post = true
     var large = true
@@ -65,6 +68,7 @@ struct Availability: Sendable {
 
 /// Sends one request of every kind, raw and through Courier, to check that the target serves what the scenarios
 /// need and that both sides decode it. `/small.json` is required; a missing optional endpoint skips its scenario.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func probe(_ clients: Clients) async throws -> Availability {
     do {
         try await clients.raw.small(-1)
@@ -99,6 +103,7 @@ func probe(_ clients: Clients) async throws -> Availability {
 }
 
 /// The raw-versus-Courier comparisons of scenarios 1 to 3, in the order they run.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> [Comparison] {
     let raw = clients.raw
     let courier = clients.courier
@@ -168,6 +173,7 @@ func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> 
 
 /// The rounds of the dedup fan-out: one plain request to `/slow` against `calls` identical concurrent ones through
 /// ``DeduplicatingClient``.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct FanOutResult: Sendable {
     let calls: Int
     /// The single request, per measured round.
@@ -181,6 +187,7 @@ struct FanOutResult: Sendable {
 }
 
 /// Runs the fan-out scenario in interleaved rounds, the first one discarded.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func runFanOut(target: Target, plan: Plan) async throws -> FanOutResult {
     let configuration = NetworkConfiguration(session: target.session, baseURL: target.baseURL)
     let counting = CountingClient(wrapped: NetworkClient(configuration: configuration))

@@ -6,6 +6,7 @@ import FoundationNetworking
 #endif
 
 /// The paths the benchmark requests; an external server given with `--base-url` must serve them.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 enum EndpointPath {
     /// The small object.
     static let small = "/small.json"
@@ -20,6 +21,7 @@ enum EndpointPath {
 }
 
 /// Where the requests go: the in-process loopback server, or an external server such as nginx.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Target: Sendable {
     /// The base URL as text, without a trailing slash; raw requests append their path to it.
     let base: String
@@ -84,6 +86,7 @@ struct Target: Sendable {
 }
 
 /// Why the benchmark cannot go on.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 enum BenchmarkError: Error, CustomStringConvertible {
     /// The command line is wrong.
     case usage(String)

@@ -13,4 +13,10 @@ do {
     printError("\(error)")
     exit(2)
 }
-startAndWait(options)
+// The benchmark (like the tests) uses Duration and ContinuousClock; the library itself supports macOS 12.
+if #available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *) {
+    startAndWait(options)
+} else {
+    printError("CourierBenchmarks needs macOS 13 or later.")
+    exit(2)
+}

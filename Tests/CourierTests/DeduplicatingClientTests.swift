@@ -6,6 +6,7 @@ import Testing
 
 @Suite("DeduplicatingClient")
 struct DeduplicatingClientTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("1,000 concurrent identical GETs reach the server once and every caller gets the value")
     func fanOut() async throws {
         let gate = Gate()
@@ -32,6 +33,7 @@ struct DeduplicatingClientTests {
         #expect(client.waiterCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("1,000 concurrent GETs with distinct queries each reach the server")
     func distinctRequests() async throws {
         let server = try echoServer()
@@ -52,6 +54,7 @@ struct DeduplicatingClientTests {
         #expect(client.inFlightCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Callers differing only by Authorization get their own responses")
     func differentCredentialsNeverShare() async throws {
         let latch = Latch(count: 2)
@@ -71,6 +74,7 @@ struct DeduplicatingClientTests {
         #expect(server.requestCount == 2)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Every waiter gets the same error")
     func sharedError() async throws {
         let gate = Gate()
@@ -95,6 +99,7 @@ struct DeduplicatingClientTests {
         #expect(server.requestCount == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Only GET and HEAD are shared by default; the shared methods are configurable")
     func sharedMethods() async throws {
         let latch = Latch(count: 2)
@@ -118,6 +123,7 @@ struct DeduplicatingClientTests {
         #expect(gated.requestCount == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A request after the shared call finished starts a new call: this is not a cache")
     func notACache() async throws {
         let server = try echoServer()
@@ -127,6 +133,7 @@ struct DeduplicatingClientTests {
         #expect(server.requestCount == 2)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Different response types never share a call")
     func responseTypeIsPartOfIdentity() async throws {
         let latch = Latch(count: 2)
@@ -140,6 +147,7 @@ struct DeduplicatingClientTests {
         #expect(server.requestCount == 2)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Cancelling one waiter throws CancellationError at once; the shared call goes on for the others")
     func oneWaiterCancels() async throws {
         let gate = Gate()
@@ -162,6 +170,7 @@ struct DeduplicatingClientTests {
         #expect(server.clientClosedCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("When every waiter cancels, the shared call is cancelled and the server sees the connection close")
     func allWaitersCancel() async throws {
         let server = try LoopbackServer { _ in .hang }
@@ -177,6 +186,7 @@ struct DeduplicatingClientTests {
         #expect(await server.waitUntil { $0.clientClosedCount == 1 })
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A waiter cancelled before it joins throws CancellationError and sends nothing")
     func cancelledBeforeJoining() async throws {
         let server = try echoServer()
@@ -191,6 +201,7 @@ struct DeduplicatingClientTests {
         #expect(server.requestCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Racing finishes, new duplicates and cancellations never leave a waiter hanging")
     func finishJoinCancelRace() async throws {
         let server = try LoopbackServer { _ in .json(Post(id: 3, title: "r")) }

@@ -19,6 +19,7 @@ struct FaultTests {
 
     // MARK: Broken transfers
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A body shorter than Content-Length, then close, is transportFailed")
     func partialBody() async throws {
         let server = try LoopbackServer { _ in
@@ -35,6 +36,7 @@ struct FaultTests {
         #endif
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A connection reset in the middle of the body is transportFailed")
     func resetMidBody() async throws {
         let server = try LoopbackServer { _ in
@@ -50,6 +52,7 @@ struct FaultTests {
         #endif
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Bytes that are not HTTP are transportFailed")
     func garbage() async throws {
         let server = try LoopbackServer { _ in .raw(Data("\u{1}\u{2}SSH-2.0-not HTTP at all\r\n\r\n".utf8)) }
@@ -64,6 +67,7 @@ struct FaultTests {
         #endif
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A server that closes without answering is transportFailed")
     func emptyReply() async throws {
         let server = try LoopbackServer { _ in .raw(Data()) }
@@ -77,6 +81,7 @@ struct FaultTests {
         #endif
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A final 1xx cannot be seen: an interim 100 is skipped, and 100 then close is transportFailed")
     func informationalStatus() async throws {
         // URLSession treats 1xx as interim and waits for the final response, so no request can end with status 100.
@@ -104,6 +109,7 @@ struct FaultTests {
     // becomes 0 and fires within about 10 ms, and 1.5 becomes 1. Courier rounds a request's `timeoutInterval` up on
     // Linux (0.5 waits 1 s), but not yet the session's `timeoutIntervalForRequest` (`subSecondSessionTimeout`).
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A server that never answers times out with the session's timeoutIntervalForRequest")
     func sessionTimeout() async throws {
         let server = try LoopbackServer { _ in .hang }
@@ -121,6 +127,7 @@ struct FaultTests {
         #expect(await server.waitUntil { $0.inProgressRequests == 0 && $0.requestCount == $0.clientClosedCount })
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A server that never answers times out with the request's timeoutInterval")
     func requestTimeout() async throws {
         let server = try LoopbackServer { _ in .hang }
@@ -136,6 +143,7 @@ struct FaultTests {
         #expect(await server.waitUntil { $0.inProgressRequests == 0 && $0.requestCount == $0.clientClosedCount })
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A whole-second timeout fires after its interval, not before")
     func wholeSecondTimeout() async throws {
         let server = try LoopbackServer { _ in .hang }
@@ -154,6 +162,7 @@ struct FaultTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A request's sub-second timeout waits for at least its interval")
     func subSecondRequestTimeout() async throws {
         let slow = try LoopbackServer { _ in .respond(status: 200, body: Data("ok".utf8), delay: .milliseconds(150)) }
@@ -169,6 +178,7 @@ struct FaultTests {
         #expect(duration >= .milliseconds(450) && duration < .seconds(5), "took \(duration)")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A session's sub-second timeout waits for at least its interval")
     func subSecondSessionTimeout() async throws {
@@ -188,6 +198,7 @@ struct FaultTests {
         #expect(duration >= .milliseconds(450) && duration < .seconds(5), "took \(duration)")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A body dripped slower than the timeout in total, but faster than it per byte, is never a wrong value",
         arguments: [0.5, 1])
@@ -226,6 +237,7 @@ struct FaultTests {
 
     // MARK: Bodies that do not decode
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A 2xx with an empty body for a Decodable model is decodingFailed with empty data")
     func emptyBody() async throws {
         let server = try LoopbackServer { _ in .respond(status: 200) }
@@ -240,6 +252,7 @@ struct FaultTests {
         #expect(error.description.contains("the body is empty"), "\(error)")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Invalid JSON is decodingFailed, keeping the body")
     func invalidJSON() async throws {
         let body = Data(#"{"id": 1, "title": "unterminated"#.utf8)
@@ -255,6 +268,7 @@ struct FaultTests {
         #expect(data == body)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("JSON of the wrong shape is decodingFailed whose description names the coding path")
     func wrongShape() async throws {
         let body = Data(#"{"items":[{"id":1},{"id":"two"},{"id":3}]}"#.utf8)
@@ -271,6 +285,7 @@ struct FaultTests {
         #expect(error.description.contains("items[1].id"), "\(error)")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Bytes that are not UTF-8 for a String model are decodingFailed, keeping the body")
     func notUTF8() async throws {
         let body = Data([0x6F, 0x6B, 0xFF, 0xFE, 0xC3, 0x28])
@@ -287,6 +302,7 @@ struct FaultTests {
 
     // MARK: Redirects
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A redirect loop fails after a bound with transportFailed(.httpTooManyRedirects)")
     func redirectLoop() async throws {
         let server = try LoopbackServer { _ in .redirect(status: 302, location: "/loop") }
@@ -302,6 +318,7 @@ struct FaultTests {
         #expect(server.requestCount > 1 && server.requestCount <= 21, "\(server.requestCount) requests")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A redirect to an absolute path is followed and the final 200 returned",
         arguments: [301, 302, 303, 307, 308], ["/final", "/a/final?x=1"])
@@ -317,6 +334,7 @@ struct FaultTests {
         #expect(server.requestCount == 2)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A redirect to a path-relative location resolves against the redirecting URL",
         arguments: [("final", "/a/b/final"), ("./final", "/a/b/final"), ("../final?x=1", "/a/final?x=1")])
@@ -333,6 +351,7 @@ struct FaultTests {
 
     // MARK: Status codes
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A non-2xx status is unacceptableStatusCode with the body kept byte for byte",
         arguments: [304, 400, 401, 404, 429, 500, 503])
@@ -365,6 +384,7 @@ struct FaultTests {
         #expect(server.requestCount == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A HEAD request with VoidResponse succeeds, with no body")
     func head() async throws {
         let server = try LoopbackServer { _ in .respond(status: 200, body: Data(repeating: 0x41, count: 1_000)) }
@@ -378,6 +398,7 @@ struct FaultTests {
     // MARK: Helpers
 
     /// A configuration for `server` whose session has the given `timeoutIntervalForRequest`.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func configuration(for server: LoopbackServer, sessionTimeout: TimeInterval) -> NetworkConfiguration {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = sessionTimeout
@@ -385,6 +406,7 @@ struct FaultTests {
     }
 
     /// The URLError code of a `transportFailed` error, or `nil` for any other error.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func transportCode(_ error: any Error) -> URLError.Code? {
         guard case NetworkClientError.transportFailed(let urlError) = error else { return nil }
         return urlError.code
@@ -392,6 +414,7 @@ struct FaultTests {
 }
 
 /// The error thrown by ``withTimeLimit(_:_:)`` when the operation did not finish in time.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct TimeLimitExceeded: Error, CustomStringConvertible {
     let limit: Duration
     var description: String { "the operation did not finish within \(limit)" }
@@ -404,6 +427,7 @@ struct TimeLimitExceeded: Error, CustomStringConvertible {
 /// cancellation handler waiting for a queue that waits for the task), and then no task, timer or test can run again.
 /// If the caller has still not resumed 30 s after the limit, the watchdog stops the process with a message rather
 /// than let the run hang until CI's limit without saying which test it was.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func withTimeLimit<T: Sendable>(
     _ limit: Duration, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
@@ -434,18 +458,21 @@ func withTimeLimit<T: Sendable>(
 }
 
 /// The first outcome, the operation's or the watchdog's, resumes the continuation.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 private final class Race<T: Sendable>: @unchecked Sendable {  // State is guarded by `condition`.
     private let condition = NSCondition()
     private var continuation: CheckedContinuation<T, any Error>?
     private var hasOutcome = false
     private var hasReturned = false
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func set(_ continuation: CheckedContinuation<T, any Error>) {
         condition.withLock { self.continuation = continuation }
     }
 
     /// Resumes with `result` if nothing did before; returns whether it did.
     @discardableResult
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func finish(_ result: Result<T, any Error>) -> Bool {
         let continuation = condition.withLock { () -> CheckedContinuation<T, any Error>? in
             guard !hasOutcome else { return nil }
@@ -458,6 +485,7 @@ private final class Race<T: Sendable>: @unchecked Sendable {  // State is guarde
         return continuation != nil
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func markReturned() {
         condition.withLock {
             hasReturned = true
@@ -466,15 +494,18 @@ private final class Race<T: Sendable>: @unchecked Sendable {  // State is guarde
     }
 
     /// Waits up to `seconds` for an outcome; returns whether there is one.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func waitForOutcome(seconds: Double) -> Bool {
         wait(seconds: seconds) { $0.hasOutcome }
     }
 
     /// Waits up to `seconds` for the caller to resume; returns whether it did.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func waitForReturn(seconds: Double) -> Bool {
         wait(seconds: seconds) { $0.hasReturned }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func wait(seconds: Double, until done: (Race) -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         condition.lock()

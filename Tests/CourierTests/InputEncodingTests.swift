@@ -12,6 +12,7 @@ import Testing
 struct InputEncodingTests {
     // MARK: Property tests
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Random query names and values, nil values included, arrive exactly as given")
     func randomQueryItems() async throws {
         let server = try echoServer()
@@ -33,6 +34,7 @@ struct InputEncodingTests {
         #expect(server.requestCount == Self.batches)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Random form names and values arrive exactly as given; items with nil values are left out")
     func randomFormItems() async throws {
         let server = try echoServer()
@@ -54,6 +56,7 @@ struct InputEncodingTests {
         #expect(server.requestCount == Self.batches)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Paths of random segments arrive as the same decoded path")
     func randomPaths() async throws {
         let server = try echoServer()
@@ -81,6 +84,7 @@ struct InputEncodingTests {
 
     // MARK: Wire format
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("An empty value and a nil value are distinct on the wire")
     func emptyVersusNil() async throws {
         let server = try echoServer()
@@ -97,6 +101,7 @@ struct InputEncodingTests {
             ])
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Query and form items keep their order and their duplicate names")
     func orderAndDuplicates() async throws {
         let server = try echoServer()
@@ -119,6 +124,7 @@ struct InputEncodingTests {
             ])
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("'+' and '&' and '=' in queries and forms arrive as themselves, not as a space or a separator")
     func plusIsNotSpace() async throws {
         let server = try echoServer()
@@ -139,6 +145,7 @@ struct InputEncodingTests {
 
     // MARK: Base URL and path
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A base URL with or without trailing slashes joins the path with exactly one slash",
         arguments: ["", "/", "/api", "/api/", "/api//"], ["x/y", "/x/y", "//x/y", "x/y/"])
@@ -151,6 +158,7 @@ struct InputEncodingTests {
         #expect(echo.path == expected)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("An empty or nil path means the base URL itself, as given", arguments: ["", "/", "/api", "/api/"])
     func emptyPath(basePath: String) async throws {
         let server = try echoServer()
@@ -159,6 +167,7 @@ struct InputEncodingTests {
         #expect(try await client.run(Echo(path: "", method: .get)).value.path == (basePath.isEmpty ? "/" : basePath))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("The base URL's own query comes first, then the request's items")
     func baseURLQuery() async throws {
         let server = try echoServer()
@@ -172,6 +181,7 @@ struct InputEncodingTests {
             echo.queryItems == [ServerQueryItem(name: "key", value: "k 1"), ServerQueryItem(name: "q", value: "v")])
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "Paths with reserved, percent and non-ASCII characters arrive as the same decoded path",
         arguments: [
@@ -186,6 +196,7 @@ struct InputEncodingTests {
         #expect(echo.rawQuery == nil)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A path that looks like another host still reaches the configured server")
     func pathCannotChangeHost() async throws {
         let server = try echoServer()
@@ -206,6 +217,7 @@ struct InputEncodingTests {
         #expect(other.requestCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A path with a '.' or '..' segment is invalidURL and nothing is sent",
         arguments: [
@@ -227,6 +239,7 @@ struct InputEncodingTests {
     // MARK: Helpers
 
     /// A client whose base URL is exactly `baseURL`.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func makeClient(baseURL: URL) -> NetworkClient {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = 10
@@ -239,6 +252,7 @@ struct InputEncodingTests {
     static let batches = 100
 
     /// `COURIER_TEST_SEED` (decimal or 0x-hex) if set, else `fallback`.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func seed(default fallback: UInt64) -> UInt64 {
         guard let text = ProcessInfo.processInfo.environment["COURIER_TEST_SEED"] else { return fallback }
         let parsed = text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
@@ -247,6 +261,7 @@ struct InputEncodingTests {
 }
 
 /// Text compared by its UTF-8 bytes, so that a change of Unicode normalization is a difference.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct ExactText: Equatable, CustomStringConvertible {
     let text: String
 
@@ -254,6 +269,7 @@ struct ExactText: Equatable, CustomStringConvertible {
         self.text = text
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func == (lhs: ExactText, rhs: ExactText) -> Bool {
         lhs.text.utf8.elementsEqual(rhs.text.utf8)
     }
@@ -262,6 +278,7 @@ struct ExactText: Equatable, CustomStringConvertible {
 }
 
 /// A name and value compared by their UTF-8 bytes.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct ExactItem: Equatable, CustomStringConvertible {
     let name: ExactText
     let value: ExactText?
@@ -275,6 +292,7 @@ struct ExactItem: Equatable, CustomStringConvertible {
 }
 
 /// SplitMix64 (Steele, Lea and Flood): a tiny, fast, seedable generator, so a failing run can be replayed.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct SplitMix64: RandomNumberGenerator {
     /// The seed this generator started from, for failure messages.
     let seed: UInt64

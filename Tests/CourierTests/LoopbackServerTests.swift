@@ -15,16 +15,19 @@ import Darwin
 /// cannot produce, with a raw TCP socket.
 @Suite("LoopbackServer")
 struct LoopbackServerTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func makeSession() -> URLSession {
         URLSession(configuration: .ephemeral)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func status(_ response: URLResponse) -> Int {
         (response as? HTTPURLResponse)?.statusCode ?? -1
     }
 
     // MARK: Echo
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func echoRoundTripOfGET() async throws {
         let server = try LoopbackServer { _ in .echo }
         let session = makeSession()
@@ -64,6 +67,7 @@ struct LoopbackServerTests {
         #expect(server.requestCount == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func echoRoundTripOfPOSTBodies() async throws {
         let server = try LoopbackServer { _ in .echo }
         let session = makeSession()
@@ -103,6 +107,7 @@ struct LoopbackServerTests {
 
     // MARK: Connections
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func keepAliveReusesTheConnection() async throws {
         let server = try LoopbackServer { request in
             .respond(status: 200, body: Data(request.target.utf8))
@@ -122,6 +127,7 @@ struct LoopbackServerTests {
         #expect(server.maxConcurrentRequests == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func concurrentDelayedRequestsOverlap() async throws {
         let server = try LoopbackServer { _ in
             .respond(status: 200, body: Data("slow".utf8), delay: .milliseconds(300))
@@ -147,6 +153,7 @@ struct LoopbackServerTests {
 
     // MARK: Responses
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func respondWithStatusHeadersAndBody() async throws {
         let server = try LoopbackServer { _ in
             .respond(
@@ -166,6 +173,7 @@ struct LoopbackServerTests {
         #expect(data == Data("nope".utf8))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func jsonAndDripResponses() async throws {
         struct Payload: Codable, Equatable {
             var name: String
@@ -190,6 +198,7 @@ struct LoopbackServerTests {
         #expect(started.duration(to: clock.now) >= .milliseconds(90))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func partialBodyFails() async throws {
         let server = try LoopbackServer { _ in
             .partialBody(status: 200, declaredLength: 100, body: Data("short".utf8))
@@ -199,6 +208,7 @@ struct LoopbackServerTests {
         await #expect(throws: (any Error).self) { try await session.data(from: server.url("/partial")) }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func resetMidBodyFails() async throws {
         let server = try LoopbackServer { _ in
             .resetMidBody(status: 200, declaredLength: 100, body: Data("short".utf8))
@@ -208,6 +218,7 @@ struct LoopbackServerTests {
         await #expect(throws: (any Error).self) { try await session.data(from: server.url("/reset")) }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func rawGarbageFails() async throws {
         let server = try LoopbackServer { _ in .raw(Data("\u{1}\u{2}this is not HTTP at all\r\n\r\n".utf8)) }
         let session = makeSession()
@@ -215,6 +226,7 @@ struct LoopbackServerTests {
         await #expect(throws: (any Error).self) { try await session.data(from: server.url("/garbage")) }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func hangTimesOutAndTheClientCloseIsCounted() async throws {
         let server = try LoopbackServer { _ in .hang }
         let session = makeSession()
@@ -237,6 +249,7 @@ struct LoopbackServerTests {
         #expect(server.requestCount == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func redirectIsFollowedAcrossOrigins() async throws {
         let other = try LoopbackServer(host: "127.0.0.2") { _ in .echo }
         #expect(other.host == "127.0.0.2")
@@ -263,6 +276,7 @@ struct LoopbackServerTests {
 
     // MARK: Lifecycle
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func stopIsIdempotentAndEndsRequestsInFlight() async throws {
         let server = try LoopbackServer { _ in .hang }
         let session = makeSession()
@@ -287,6 +301,7 @@ struct LoopbackServerTests {
 
     // MARK: Protocol corners (raw socket)
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func chunkedBodyWithExpectContinue() throws {
         let server = try LoopbackServer { _ in .echo }
         let client = try RawClient(port: server.port)
@@ -306,6 +321,7 @@ struct LoopbackServerTests {
         #expect(echoed.formItems == [ServerQueryItem(name: "a", value: "1"), ServerQueryItem(name: "b", value: "x ")])
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func pipelinedRequestsAndHTTP10() throws {
         let server = try LoopbackServer { request in .respond(status: 200, body: Data(request.target.utf8)) }
         let client = try RawClient(port: server.port)
@@ -325,6 +341,7 @@ struct LoopbackServerTests {
         #expect(oldResponse.hasSuffix("/old"))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test func malformedAndOversizedHeadsAreRejected() throws {
         let server = try LoopbackServer { _ in .echo }
         let malformed = try RawClient(port: server.port)
@@ -343,6 +360,7 @@ struct LoopbackServerTests {
 }
 
 /// A minimal blocking TCP client for sending hand-written HTTP.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 private final class RawClient {
     private let fd: Int32
 
@@ -378,6 +396,7 @@ private final class RawClient {
     }
 
     /// Sends all of `text`; errors (the server may close early) are ignored.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func send(_ text: String) {
         let bytes = Array(text.utf8)
         var offset = 0
@@ -389,6 +408,7 @@ private final class RawClient {
     }
 
     /// Reads until the received text contains `marker`, the connection closes or 2 s pass without data.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func read(until marker: String) -> String {
         var received: [UInt8] = []
         while !String(decoding: received, as: UTF8.self).contains(marker) {
@@ -400,6 +420,7 @@ private final class RawClient {
     }
 
     /// Reads until the server closes the connection (or 2 s pass without data).
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func readToEnd() -> String {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
@@ -413,6 +434,7 @@ private final class RawClient {
 }
 
 /// `send(2)` that reports a closed peer as an error instead of raising SIGPIPE.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 private func sendNoSignal(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
     #if canImport(Glibc)
     send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))

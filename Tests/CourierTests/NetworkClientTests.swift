@@ -6,6 +6,7 @@ import Testing
 /// The client end to end: a real URLSession against the in-process loopback server.
 @Suite("NetworkClient end to end")
 struct NetworkClientTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Method, path, query, headers and JSON body reach the server as given")
     func echoRoundTrip() async throws {
         let server = try echoServer()
@@ -31,6 +32,7 @@ struct NetworkClientTests {
         #expect(response.data.count > 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Form items arrive url-encoded; nil values are dropped; the server reads back exactly the text")
     func formBody() async throws {
         let server = try echoServer()
@@ -49,6 +51,7 @@ struct NetworkClientTests {
             ])
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Data bodies are sent as is")
     func dataBody() async throws {
         let server = try echoServer()
@@ -57,6 +60,7 @@ struct NetworkClientTests {
         #expect(echo.bodyData == bytes)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Response models: VoidResponse accepts an empty 204, Data is raw, String is UTF-8, structs decode")
     func responseModels() async throws {
         let post = Data(#"{"id":7,"title":"Seven"}"#.utf8)
@@ -75,6 +79,7 @@ struct NetworkClientTests {
             try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value == Post(id: 7, title: "Seven"))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("The request's decoder wins over the configuration's")
     func requestDecoder() async throws {
         let server = try LoopbackServer { _ in .respond(status: 200, body: Data(#"{"id":1,"post_title":"x"}"#.utf8)) }
@@ -85,6 +90,7 @@ struct NetworkClientTests {
         #expect(value.value.postTitle == "x")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A non-2xx status keeps the body, so the server's error payload can be decoded")
     func unacceptableStatus() async throws {
         let payload = APIErrorPayload(code: "not_found", message: "No such post")
@@ -106,6 +112,7 @@ struct NetworkClientTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A body of the wrong shape is decodingFailed, naming the coding path and keeping the data")
     func decodingFailure() async throws {
         let body = Data(#"{"id":"seven","title":"x"}"#.utf8)
@@ -124,6 +131,7 @@ struct NetworkClientTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A refused connection is transportFailed with the URLError")
     func transportFailure() async throws {
         let server = try echoServer()
@@ -139,6 +147,7 @@ struct NetworkClientTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Cancelling the caller's task throws CancellationError promptly and closes the connection")
     func cancellation() async throws {
         let server = try LoopbackServer { _ in .hang }
@@ -154,6 +163,7 @@ struct NetworkClientTests {
         #expect(await server.waitUntil { $0.clientClosedCount == 1 })
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "Cancelling just as transfers complete never deadlocks the session",
         .timeLimit(.minutes(1)))
@@ -189,6 +199,7 @@ struct NetworkClientTests {
         #expect(try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value.id == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A task cancelled before run sends nothing")
     func cancelledBeforeRun() async throws {
         let server = try echoServer()
@@ -201,6 +212,7 @@ struct NetworkClientTests {
         #expect(server.requestCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A per-request timeout fails with URLError.timedOut, after the request was sent and not before its time")
     func perRequestTimeout() async throws {
         let server = try LoopbackServer { _ in .hang }
@@ -220,6 +232,7 @@ struct NetworkClientTests {
         #expect(duration < .seconds(10))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("An interceptor set after the client exists applies to the next request")
     func interceptorSetLater() async throws {
         let server = try echoServer()
@@ -236,6 +249,7 @@ struct NetworkClientTests {
         #expect(try await client.run(Echo(method: .get)).value.header("x-api-key") == nil)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("The async interceptor can await a token; when it throws, nothing is sent")
     func asyncInterceptor() async throws {
         struct TokenExpired: Error {}
@@ -260,6 +274,7 @@ struct NetworkClientTests {
         #expect(server.requestCount == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Headers added by an interceptor are validated too, and never injected")
     func interceptorHeaderInjection() async throws {
         let server = try echoServer()
@@ -295,6 +310,7 @@ struct NetworkClientTests {
         #endif
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("The per-request base URL replaces the configuration's")
     func baseURLOverride() async throws {
         let configured = try echoServer()

@@ -6,17 +6,20 @@ import Testing
 /// How a `NetworkRequest` becomes a `URLRequest`, checked without a network.
 @Suite("Request building")
 struct RequestBuildingTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func urlRequest<Body, Response>(
         _ request: NetworkRequest<Body, Response>, base: String = "https://api.example.com/v1"
     ) throws -> URLRequest {
         try request.makeURLRequest(configuration: NetworkConfiguration(baseURL: URL(string: base)!))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func url(base: String, path: String?, query: [URLQueryItem]? = nil) throws -> String {
         let request = NetworkRequest<VoidRequest, VoidResponse>(path: path, method: .get, queryItems: query)
         return try #require(try urlRequest(request, base: base).url).absoluteString
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "Base and path join with exactly one slash",
         arguments: [
@@ -34,6 +37,7 @@ struct RequestBuildingTests {
         #expect(try url(base: base, path: path) == expected)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A nil or empty path means the base URL itself")
     func emptyPath() throws {
         #expect(try url(base: "https://h.example/api/", path: nil) == "https://h.example/api/")
@@ -44,6 +48,7 @@ struct RequestBuildingTests {
                 == "https://h.example/api/?q=1")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A path never changes the scheme, host or port",
         arguments: ["//evil.example/x", "https://evil.example/x", "http://evil.example:81", "@evil.example/x"])
@@ -55,6 +60,7 @@ struct RequestBuildingTests {
         #expect(built.path.hasPrefix("/api/"))
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A path is literal text: reserved characters, spaces and non-ASCII are percent-encoded")
     func pathEncoding() throws {
         #expect(try url(base: "https://h.example", path: "a b/c?d#e") == "https://h.example/a%20b/c%3Fd%23e")
@@ -63,6 +69,7 @@ struct RequestBuildingTests {
         #expect(try url(base: "https://h.example", path: "v1.2/file.json") == "https://h.example/v1.2/file.json")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Dot segments are rejected instead of being resolved away", arguments: ["..", "a/../b", "./a", "a/."])
     func dotSegments(path: String) {
         #expect {
@@ -73,6 +80,7 @@ struct RequestBuildingTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A base URL without scheme or host is a clear error")
     func invalidBase() {
         #expect {
@@ -83,6 +91,7 @@ struct RequestBuildingTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Query items keep order, encode every reserved character, and send nil values as bare names")
     func queryEncoding() throws {
         let items = [
@@ -96,6 +105,7 @@ struct RequestBuildingTests {
                 == "https://h.example/s?q=a%2Bb%26c%3Dd%25e%20f&flag&empty=&%C3%BC%20n=%F0%9F%98%80%2F%3F%23%5B%5D%40")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Default headers: Accept is JSON; callers override them case-insensitively")
     func defaultHeaders() throws {
         let plain = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get))
@@ -110,6 +120,7 @@ struct RequestBuildingTests {
         #expect(custom.value(forHTTPHeaderField: "Content-Type") == "x/y")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Bodies: JSON with the request's encoder, Data as is, forms url-encoded, VoidRequest empty")
     func bodies() throws {
         struct Payload: Encodable, Sendable { let userName: String }
@@ -139,6 +150,7 @@ struct RequestBuildingTests {
         #expect(void.httpMethod == "POST")
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Both a body and form items is an error, not a silent choice")
     func conflictingBodies() {
         #expect(throws: NetworkClientError.self) {
@@ -148,6 +160,7 @@ struct RequestBuildingTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("An encoder failure is reported as encodingFailed")
     func encodingFailure() {
         struct Unencodable: Encodable, Sendable {
@@ -163,6 +176,7 @@ struct RequestBuildingTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "Header injection and invalid header names are rejected, naming the header",
         arguments: [
@@ -183,6 +197,7 @@ struct RequestBuildingTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A per-request timeout reaches the URLRequest")
     func timeout() throws {
         let request = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, timeoutInterval: 2.5))

@@ -8,12 +8,14 @@ import Testing
 // Only the import differs from the seed-era code.
 
 /// A page of posts.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 public struct PostsResponse: Decodable, Sendable {
     /// The posts, newest first.
     public let items: [PostItem]
 }
 
 /// One post.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 public struct PostItem: Decodable, Sendable, Equatable {
     /// The post identifier.
     public let id: Int
@@ -27,6 +29,7 @@ public struct PostItem: Decodable, Sendable, Equatable {
 }
 
 /// The requests of the posts API.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 public enum PostsAPIFactory {
     /// The user's bookmarked posts.
     public static func makeBookmarksRequest() -> NetworkRequest<VoidRequest, PostsResponse> {
@@ -58,6 +61,7 @@ public enum PostsAPIFactory {
 }
 
 /// Makes the SDK's client.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 public enum MicroblogAPIFactory {
     /// A client that authenticates every request with `authToken`.
     public static func makeClient(authToken: String, baseURL: URL) -> NetworkClientProtocol {
@@ -77,6 +81,7 @@ public enum MicroblogAPIFactory {
 }
 
 /// A test double, as SDK users write them: it conforms to the protocol and never touches the network.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class StubClient: NetworkClientProtocol {
     let body: Data
 
@@ -84,6 +89,7 @@ final class StubClient: NetworkClientProtocol {
         self.body = body
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
@@ -99,6 +105,7 @@ struct SDKWrapperTests {
     private static let timeline = Data(
         #"{"items":[{"id":1,"content_text":"Hello"},{"id":2,"content_text":"World"}]}"#.utf8)
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func microblogServer() throws -> LoopbackServer {
         try LoopbackServer { request in
             guard request.header("authorization") == "Bearer secret-token" else {
@@ -124,6 +131,7 @@ struct SDKWrapperTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("The SDK's requests and token reach the server, and its models decode")
     func sdkEndToEnd() async throws {
         let server = try microblogServer()
@@ -147,6 +155,7 @@ struct SDKWrapperTests {
         #expect(try await client.run(PostsAPIFactory.makeDeleteRequest(id: 2)).statusCode == 204)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A wrong token surfaces as unacceptableStatusCode(401) with the server's payload")
     func sdkUnauthorized() async throws {
         let server = try microblogServer()
@@ -162,6 +171,7 @@ struct SDKWrapperTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("The SDK's client composes with the decorators, and a test double replaces it")
     func sdkDecoratorsAndDouble() async throws {
         let server = try microblogServer()

@@ -5,6 +5,7 @@ import Testing
 @testable import Courier
 
 /// Wraps a client and logs when each call starts and ends, to check ordering from the caller's side.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class RecordingClient: NetworkClientProtocol {
     enum Event: Equatable, Sendable {
         case start(String)
@@ -20,6 +21,7 @@ final class RecordingClient: NetworkClientProtocol {
 
     var events: [Event] { log.withLock { $0 } }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
@@ -29,12 +31,14 @@ final class RecordingClient: NetworkClientProtocol {
         return try await wrapped.run(networkRequest)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func index(of event: Event) -> Int {
         events.firstIndex(of: event) ?? -1
     }
 }
 
 /// A minimal lock for test state (the library's own lock is internal).
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class Mutex<Value>: @unchecked Sendable {  // `value` is guarded by `lock`.
     private let lock = NSLock()
     private var value: Value
@@ -43,6 +47,7 @@ final class Mutex<Value>: @unchecked Sendable {  // `value` is guarded by `lock`
         self.value = value
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
@@ -52,6 +57,7 @@ final class Mutex<Value>: @unchecked Sendable {  // `value` is guarded by `lock`
 
 @Suite("SequentialClient")
 struct SequentialClientTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("200 concurrent POSTs arrive in call order, never two at once")
     func strictOrder() async throws {
         let gate = Gate()
@@ -79,6 +85,7 @@ struct SequentialClientTests {
         #expect(client.pendingCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A failing request does not stall the queue")
     func failureDoesNotStall() async throws {
         let server = try LoopbackServer { request in
@@ -95,6 +102,7 @@ struct SequentialClientTests {
         #expect(client.pendingCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Cancelling a waiting call removes it at once; it is never sent")
     func cancelWaiting() async throws {
         let gate = Gate()
@@ -115,6 +123,7 @@ struct SequentialClientTests {
         #expect(server.recordedRequests.map(\.path) == ["/a"])
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Cancelling the running call cancels its transfer and the queue moves on")
     func cancelRunning() async throws {
         let server = try LoopbackServer { request in request.path == "/hang" ? .hang : .respond(status: 200) }
@@ -132,6 +141,7 @@ struct SequentialClientTests {
         #expect(client.pendingCount == 0)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("concurrentReads: reads overlap; a write waits for everything before it, and everything after waits for it")
     func barrierPolicy() async throws {
         let readsTogether = Latch(count: 2)
@@ -172,6 +182,7 @@ struct SequentialClientTests {
 
 @Suite("Decorator composition")
 struct CompositionTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func identicalGets(_ client: any NetworkClientProtocol, count: Int) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<count {
@@ -181,6 +192,7 @@ struct CompositionTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("sequential().deduplicated(): duplicates collapse first, then distinct calls queue one at a time")
     func dedupOutside() async throws {
         let gate = Gate()
@@ -209,6 +221,7 @@ struct CompositionTests {
         #expect(server.maxConcurrentRequests == 1)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("deduplicated().sequential(): the queue admits one call at a time, so strict order means no sharing")
     func queueOutside() async throws {
         let server = try LoopbackServer { _ in .json(Post(id: 1, title: "t"), delay: .milliseconds(2)) }

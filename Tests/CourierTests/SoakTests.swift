@@ -8,6 +8,7 @@ import Testing
 import Glibc
 #endif
 
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 extension Tag {
     /// Long-running load tests; run them alone with `swift test --filter Soak`.
     @Tag static var soak: Self
@@ -59,12 +60,14 @@ struct SoakTests {
     /// Identical GETs go to one of this many paths, so that calls in flight at the same time share.
     static let sharedPaths = 8
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("20,000 requests, about 10% cancelled mid-flight, through the plain client and the decorators")
     func soak() async throws {
         try await Self.soak(cancelling: 0.1, seed: InputEncodingTests.seed(default: 0x50AC_0001))
     }
 
     /// Runs the warm-up and the 20,000 calls, cancelling the given share of them 0 to 2 ms after they start.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func soak(cancelling cancelShare: Double, seed: UInt64) async throws {
         let sharedHits = Locked(0)
         let server = try LoopbackServer { request in
@@ -130,6 +133,7 @@ struct SoakTests {
 
     /// Draws `count` calls: half plain, a quarter each through the two decorated stacks; identical and distinct GETs,
     /// some POSTs (never shared, barriers for `.reads`), and `cancelShare` of them cancelled after 0 to 2 ms.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func plan(count: Int, cancelling cancelShare: Double, seed: UInt64) -> [Call] {
         var random = SplitMix64(seed: seed)
         return (0..<count).map { index in
@@ -151,6 +155,7 @@ struct SoakTests {
     }
 
     /// Runs `calls` with `workers` callers, each taking the next call when it is done with one.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func run(_ calls: [Call], on clients: Clients, server: LoopbackServer) async -> Tally {
         let next = Locked(0)
         return await withTaskGroup(of: Tally.self) { group in
@@ -173,6 +178,7 @@ struct SoakTests {
         }
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func perform(_ call: Call, on clients: Clients, into tally: inout Tally) async {
         let client = clients.client(for: call.route)
         let request = NetworkRequest<VoidRequest, String>(path: call.path, method: call.method)
@@ -228,6 +234,7 @@ struct SoakTests {
     }
 
     /// `VmRSS` from `/proc/self/status`, in MB; `nil` where there is no such file (not Linux).
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     static func residentMegabytes() -> Double? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {

@@ -4,17 +4,20 @@ import LoopbackHTTPServer
 import Testing
 
 /// A small JSON model the tests' server answers with.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct Post: Codable, Sendable, Equatable {
     let id: Int
     let title: String
 }
 
 /// The error payload a server sends with a 4xx, decoded by callers from `unacceptableStatusCode`'s data.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct APIErrorPayload: Codable, Sendable, Equatable {
     let code: String
     let message: String
 }
 
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 extension LoopbackServer {
     /// A configuration whose session Courier owns, pointed at this server.
     func configuration(path: String = "", sensitiveHeaders: Set<String> = []) -> NetworkConfiguration {
@@ -26,19 +29,23 @@ extension LoopbackServer {
     }
 
     /// A client for this server.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func client() -> NetworkClient {
         NetworkClient(configuration: configuration())
     }
 }
 
 /// A server that echoes every request back as JSON.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func echoServer(host: String = "127.0.0.1") throws -> LoopbackServer {
     try LoopbackServer(host: host) { _ in .echo() }
 }
 
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 typealias Echo = NetworkRequest<VoidRequest, EchoedRequest>
 
 /// Runs `body` and returns how long it took.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func elapsed(_ body: () async throws -> Void) async rethrows -> Duration {
     let clock = ContinuousClock()
     let start = clock.now
@@ -47,10 +54,12 @@ func elapsed(_ body: () async throws -> Void) async rethrows -> Duration {
 }
 
 /// A gate that server handlers wait on until a test opens it; waits give up after a timeout so no test hangs.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class Gate: @unchecked Sendable {  // `isOpen` is guarded by `condition`.
     private let condition = NSCondition()
     private var isOpen = false
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func open() {
         condition.lock()
         isOpen = true
@@ -60,6 +69,7 @@ final class Gate: @unchecked Sendable {  // `isOpen` is guarded by `condition`.
 
     /// Blocks until the gate opens; `false` if it did not within `timeout`.
     @discardableResult
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func wait(timeout: TimeInterval = 10) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
@@ -72,6 +82,7 @@ final class Gate: @unchecked Sendable {  // `isOpen` is guarded by `condition`.
 }
 
 /// A latch that opens once `count` parties have arrived: proves that requests were in progress at the same time.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class Latch: @unchecked Sendable {  // `arrived` is guarded by `condition`.
     private let condition = NSCondition()
     private let count: Int
@@ -82,6 +93,7 @@ final class Latch: @unchecked Sendable {  // `arrived` is guarded by `condition`
     }
 
     /// Arrives and waits for the others; `false` if they did not all arrive within `timeout`.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func arriveAndWait(timeout: TimeInterval = 10) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
@@ -96,6 +108,7 @@ final class Latch: @unchecked Sendable {  // `arrived` is guarded by `condition`
 }
 
 /// Polls `condition` every millisecond for up to `timeout`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
