@@ -10,10 +10,7 @@ struct DeduplicatingClientTests {
     @Test("1,000 concurrent identical GETs reach the server once and every caller gets the value")
     func fanOut() async throws {
         let gate = Gate()
-        let server = try LoopbackServer { _ in
-            gate.wait()
-            return .json(Post(id: 1, title: "shared"))
-        }
+        let server = try gatedServer(gate, answering: .json(Post(id: 1, title: "shared")))
         let client = server.client().deduplicated()
         try await withThrowingTaskGroup(of: Post.self) { group in
             for _ in 0..<1_000 {
@@ -78,10 +75,8 @@ struct DeduplicatingClientTests {
     @Test("Every waiter gets the same error")
     func sharedError() async throws {
         let gate = Gate()
-        let server = try LoopbackServer { _ in
-            gate.wait()
-            return .json(APIErrorPayload(code: "down", message: "maintenance"), status: 503)
-        }
+        let server = try gatedServer(
+            gate, answering: .json(APIErrorPayload(code: "down", message: "maintenance"), status: 503))
         let client = server.client().deduplicated()
         let tasks = (0..<10).map { _ in
             Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)) }
@@ -111,10 +106,7 @@ struct DeduplicatingClientTests {
         #expect(server.requestCount == 2)
 
         let gate = Gate()
-        let gated = try LoopbackServer { _ in
-            gate.wait()
-            return .echo()
-        }
+        let gated = try gatedServer(gate, answering: .echo())
         let sharingPosts = gated.client().deduplicated(sharing: [.post])
         let tasks = (0..<5).map { _ in Task { try await sharingPosts.run(Echo(path: "w", method: .post)) } }
         #expect(await eventually { sharingPosts.waiterCount == 5 })
@@ -151,10 +143,7 @@ struct DeduplicatingClientTests {
     @Test("Cancelling one waiter throws CancellationError at once; the shared call goes on for the others")
     func oneWaiterCancels() async throws {
         let gate = Gate()
-        let server = try LoopbackServer { _ in
-            gate.wait()
-            return .json(Post(id: 2, title: "kept"))
-        }
+        let server = try gatedServer(gate, answering: .json(Post(id: 2, title: "kept")))
         let client = server.client().deduplicated()
         let tasks = (0..<3).map { _ in
             Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value }

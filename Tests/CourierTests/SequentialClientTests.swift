@@ -61,10 +61,7 @@ struct SequentialClientTests {
     @Test("200 concurrent POSTs arrive in call order, never two at once")
     func strictOrder() async throws {
         let gate = Gate()
-        let server = try LoopbackServer { _ in
-            gate.wait()
-            return .respond(status: 201)
-        }
+        let server = try gatedServer(gate, answering: .respond(status: 201))
         let client = server.client().sequential()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<200 {
@@ -106,10 +103,7 @@ struct SequentialClientTests {
     @Test("Cancelling a waiting call removes it at once; it is never sent")
     func cancelWaiting() async throws {
         let gate = Gate()
-        let server = try LoopbackServer { _ in
-            gate.wait()
-            return .respond(status: 200)
-        }
+        let server = try gatedServer(gate, answering: .respond(status: 200))
         let client = server.client().sequential()
         let first = Task { try await client.run(NetworkRequest<VoidRequest, VoidResponse>(path: "a", method: .post)) }
         #expect(await server.waitUntil { $0.requestCount == 1 })
@@ -196,10 +190,7 @@ struct CompositionTests {
     @Test("sequential().deduplicated(): duplicates collapse first, then distinct calls queue one at a time")
     func dedupOutside() async throws {
         let gate = Gate()
-        let server = try LoopbackServer { _ in
-            gate.wait()
-            return .json(Post(id: 1, title: "t"))
-        }
+        let server = try gatedServer(gate, answering: .json(Post(id: 1, title: "t")))
         let client = server.client().sequential().deduplicated()
         async let all: Void = identicalGets(client, count: 50)
         #expect(await eventually { client.waiterCount == 50 })
@@ -232,10 +223,7 @@ struct CompositionTests {
 
         // With concurrent reads, the queue lets identical GETs overlap and the inner deduplicator shares them.
         let gate = Gate()
-        let gated = try LoopbackServer { _ in
-            gate.wait()
-            return .json(Post(id: 1, title: "t"))
-        }
+        let gated = try gatedServer(gate, answering: .json(Post(id: 1, title: "t")))
         let deduplicator = gated.client().deduplicated()
         let reads = deduplicator.sequential(policy: .concurrentReads)
         async let all: Void = identicalGets(reads, count: 20)

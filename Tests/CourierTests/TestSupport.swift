@@ -53,6 +53,15 @@ func elapsed(_ body: () async throws -> Void) async rethrows -> Duration {
     return clock.now - start
 }
 
+/// A server that holds every request until `gate` opens, then answers with `response`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func gatedServer(_ gate: Gate, answering response: ServerResponse) throws -> LoopbackServer {
+    try LoopbackServer { _ in
+        gate.wait()
+        return response
+    }
+}
+
 /// A gate that server handlers wait on until a test opens it; waits give up after a timeout so no test hangs.
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class Gate: @unchecked Sendable {  // `isOpen` is guarded by `condition`.
