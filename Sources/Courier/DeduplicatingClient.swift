@@ -7,10 +7,14 @@ import FoundationNetworking
 /// A decorator that lets identical requests in flight at the same time share one call to the wrapped client.
 ///
 /// Two requests are identical when they have the same method, base URL override, path, query items (in order), form
-/// items, additional headers, body bytes, timeout and response type. Anything that differs, one header or one query
-/// value, means a separate call: a response never reaches a caller whose request differs. Only the methods in
-/// ``sharedMethods`` are shared (`GET` and `HEAD` by default). This is not a cache: a request that arrives after the
-/// shared call finished starts a new one.
+/// items, additional headers, body bytes, timeout, request and response types, and the same decoder and encoder
+/// instances (or none). Anything that differs, one header or one query value, means a separate call: a response
+/// never reaches a caller whose request differs. Only the methods in ``sharedMethods`` are shared (`GET` and `HEAD`
+/// by default). This is not a cache: a request that arrives after the shared call finished starts a new one.
+///
+/// The shared call runs in a task of its own that inherits the first caller's priority and task-local values, so
+/// interceptors must not pick credentials from task-locals: put them in the request's headers, which are part of
+/// its identity.
 ///
 /// Every waiter gets the same outcome, the value or the same error. Cancelling one waiter's task makes that waiter
 /// throw `CancellationError` at once; the shared call goes on for the others and is cancelled only when every waiter
@@ -157,8 +161,13 @@ struct RequestKey: Hashable, Sendable {
     let formItems: [URLFormItem]?
     let headers: [String: String]?
     let body: Data?
-    let timeoutInterval: TimeInterval?
+    /// The timeout's bits, so that a NaN timeout still equals itself.
+    let timeoutBits: UInt64?
+    let requestType: ObjectIdentifier
     let responseType: ObjectIdentifier
+    /// The request's own coders, by identity: a different decoder may turn the same bytes into a different value.
+    let decoder: ObjectIdentifier?
+    let encoder: ObjectIdentifier?
     private let hashValueCache: Int
 
     /// Encodes bodies of requests without an encoder of their own; sorted keys make equal values equal bytes.
@@ -175,8 +184,11 @@ struct RequestKey: Hashable, Sendable {
         queryItems = request.queryItems
         formItems = request.formItems
         headers = request.additionalHeaders
-        timeoutInterval = request.timeoutInterval
+        timeoutBits = request.timeoutInterval?.bitPattern
+        requestType = ObjectIdentifier(RequestModel.self)
         responseType = ObjectIdentifier(ResponseModel.self)
+        decoder = request.decoder.map(ObjectIdentifier.init)
+        encoder = request.encoder.map(ObjectIdentifier.init)
         if let value = request.body, RequestModel.self != VoidRequest.self {
             if RequestModel.self == Data.self, let data = value as? Data {
                 body = data
@@ -198,8 +210,11 @@ struct RequestKey: Hashable, Sendable {
         hasher.combine(formItems)
         hasher.combine(headers)
         hasher.combine(body)
-        hasher.combine(timeoutInterval)
+        hasher.combine(timeoutBits)
+        hasher.combine(requestType)
         hasher.combine(responseType)
+        hasher.combine(decoder)
+        hasher.combine(encoder)
         hashValueCache = hasher.finalize()
     }
 
@@ -210,8 +225,8 @@ struct RequestKey: Hashable, Sendable {
     static func == (lhs: RequestKey, rhs: RequestKey) -> Bool {
         lhs.hashValueCache == rhs.hashValueCache && lhs.method == rhs.method && lhs.path == rhs.path
             && lhs.queryItems == rhs.queryItems && lhs.headers == rhs.headers && lhs.body == rhs.body
-            && lhs.baseURL == rhs.baseURL && lhs.formItems == rhs.formItems
-            && lhs.timeoutInterval == rhs.timeoutInterval
-            && lhs.responseType == rhs.responseType
+            && lhs.baseURL == rhs.baseURL && lhs.formItems == rhs.formItems && lhs.timeoutBits == rhs.timeoutBits
+            && lhs.requestType == rhs.requestType && lhs.responseType == rhs.responseType
+            && lhs.decoder == rhs.decoder && lhs.encoder == rhs.encoder
     }
 }

@@ -42,6 +42,8 @@ public final class NetworkClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
         let request = try await intercepted(networkRequest.makeURLRequest(configuration: configuration))
+        // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
+        try Task.checkCancellation()
         let (data, response) = try await send(request)
         guard let httpResponse = response as? HTTPURLResponse else {
             throw NetworkClientError.invalidResponse(response)

@@ -8,7 +8,7 @@ import FoundationNetworking
 ///
 /// When the calling `Task` is cancelled, Courier throws `CancellationError` instead, and the transfer is cancelled.
 /// Errors thrown before anything is sent: ``invalidURL(reason:)``, ``invalidHeader(name:reason:)``,
-/// ``invalidBody(reason:)``, ``encodingFailed(underlying:)`` and ``interceptorFailed(underlying:)``.
+/// ``invalidRequest(reason:)``, ``encodingFailed(underlying:)`` and ``interceptorFailed(underlying:)``.
 public enum NetworkClientError: Error, Sendable {
     /// The request URL could not be built: an invalid base URL, a path with a `.` or `..` segment, or a URL that
     /// Foundation rejects. Nothing was sent.
@@ -16,8 +16,9 @@ public enum NetworkClientError: Error, Sendable {
     /// A header name is not an RFC 9110 token, or its value holds CR, LF or another control character (header
     /// injection). Nothing was sent. The value is not kept, since it may be a secret.
     case invalidHeader(name: String, reason: String)
-    /// The request has no valid body, for example both `formItems` and `body` are set. Nothing was sent.
-    case invalidBody(reason: String)
+    /// The request is inconsistent: both `formItems` and `body` are set, or its `timeoutInterval` is not a positive,
+    /// finite number. Nothing was sent.
+    case invalidRequest(reason: String)
     /// The encoder threw while encoding the body. Nothing was sent.
     case encodingFailed(underlying: any Error)
     /// ``NetworkConfiguration/asyncInterceptor`` threw. Nothing was sent.
@@ -42,12 +43,16 @@ extension NetworkClientError: LocalizedError, CustomStringConvertible {
             return "Invalid request URL: \(reason)."
         case .invalidHeader(let name, let reason):
             return "Invalid header \(String(reflecting: name)): \(reason)."
-        case .invalidBody(let reason):
-            return "Invalid request body: \(reason)."
+        case .invalidRequest(let reason):
+            return "Invalid request: \(reason)."
         case .encodingFailed(let underlying):
-            return "The request body could not be encoded: \(underlying)."
+            // Not the error itself: EncodingError.invalidValue prints the value, which may be a secret.
+            guard case EncodingError.invalidValue(_, let context) = underlying else {
+                return "The request body could not be encoded: \(type(of: underlying))."
+            }
+            return "The request body could not be encoded: invalid value at \(Redaction.path(context.codingPath))."
         case .interceptorFailed(let underlying):
-            return "The request interceptor failed: \(underlying)."
+            return "The request interceptor failed with \(type(of: underlying)) (see `underlying`)."
         case .transportFailed(let error):
             let url = (error.userInfo[NSURLErrorFailingURLErrorKey] as? URL).map { " for \(Redaction.url($0))" } ?? ""
             // corelibs puts libcurl's own explanation ("transfer closed with 92 bytes remaining") in the description.
@@ -101,13 +106,15 @@ enum Redaction {
         }
     }
 
+    /// A coding path spelled out: `items[2].name`, or "the top level".
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        let text = codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        return text.isEmpty ? "the top level" : String(text.drop { $0 == "." })
+    }
+
     /// A decoding error with its coding path spelled out (`items[2].name`).
     static func describe(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return String(describing: error) }
-        func path(_ codingPath: [any CodingKey]) -> String {
-            let text = codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            return text.isEmpty ? "the top level" : String(text.drop { $0 == "." })
-        }
         switch error {
         case .typeMismatch(let type, let context):
             return "type mismatch at \(path(context.codingPath)): expected \(type). \(context.debugDescription)"

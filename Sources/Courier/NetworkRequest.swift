@@ -82,7 +82,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// An item whose value is `nil` is sent as a bare name (`?flag`).
     public let queryItems: [URLQueryItem]?
     /// The items of an `application/x-www-form-urlencoded` body. Items whose value is `nil` are left out.
-    /// Setting both `formItems` and `body` is an error (``NetworkClientError/invalidBody(reason:)``).
+    /// Setting both `formItems` and `body` is an error (``NetworkClientError/invalidRequest(reason:)``).
     public let formItems: [URLFormItem]?
     /// The body, JSON-encoded with `encoder` (or the configuration's default encoder); `Data` is sent as is.
     public let body: RequestModel?
@@ -97,7 +97,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     public let additionalHeaders: [String: String]?
     /// The time, in seconds, the request may stay idle before it fails with `URLError.timedOut`;
     /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`. On Linux, where URLSession counts whole
-    /// seconds, it is rounded up: `0.5` waits one second rather than failing at once.
+    /// seconds, it is rounded up: `0.5` waits one second rather than failing at once. It must be a positive, finite
+    /// number, or the request fails with ``NetworkClientError/invalidRequest(reason:)``.
     public let timeoutInterval: TimeInterval?
 
     /// Creates a request.

@@ -90,7 +90,8 @@ private final class Transfer: Sendable {
     }
 
     /// `URLSessionTask.cancel()` waits for the session's work queue, so it must never run under the Swift task's
-    /// status lock (where cancellation handlers run): it runs on another thread, if the task is still running then.
+    /// status lock (where cancellation handlers run): it runs on another thread. Skipping finished tasks is best
+    /// effort (a transfer can complete between the check and the call); corelibs ignores a cancel of a completed task.
     private func cancelIfRunning() {
         DispatchQueue.global().async {
             let task = self.state.withLock { $0.isFinished ? nil : $0.task }
@@ -118,7 +119,7 @@ func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLS
 /// than against the redirecting URL as RFC 3986 requires; resolve it here.
 func redirectTarget(of request: URLRequest, response: HTTPURLResponse) -> URLRequest {
     guard let location = response.value(forHTTPHeaderField: "Location"), !location.hasPrefix("/"),
-        !location.contains("://"), let base = response.url,
+        URL(string: location)?.scheme == nil, let base = response.url,
         let resolved = URL(string: location, relativeTo: base)?.absoluteURL
     else { return request }
     var request = request

@@ -210,7 +210,14 @@ extension NetworkRequest {
         var request = URLRequest(url: try base.appending(path: path, queryItems: queryItems))
         // GET is URLRequest's default, and corelibs re-validates the method on every assignment.
         if method != .get { request.httpMethod = method.rawValue }
-        if let timeoutInterval { request.timeoutInterval = transportTimeout(timeoutInterval) }
+        if let timeoutInterval {
+            // corelibs converts it to an integer and traps on NaN or infinity.
+            guard timeoutInterval.isFinite && timeoutInterval > 0 else {
+                throw .invalidRequest(
+                    reason: "the timeout interval \(timeoutInterval) is not a positive, finite number")
+            }
+            request.timeoutInterval = transportTimeout(timeoutInterval)
+        }
 
         let (body, contentType) = try encodedBody(configuration: configuration)
         request.httpBody = body
@@ -237,7 +244,7 @@ extension NetworkRequest {
     private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (Data?, String?) {
         if let formItems {
             guard body == nil else {
-                throw .invalidBody(reason: "both formItems and body are set; a request has one body")
+                throw .invalidRequest(reason: "both formItems and body are set; a request has one body")
             }
             return (FormEncoding.body(formItems), "application/x-www-form-urlencoded")
         }

@@ -48,7 +48,11 @@ public final class SequentialClient: NetworkClientProtocol {
 
     /// The number of calls waiting for their turn or running: `0` once every call has finished.
     public var pendingCount: Int {
-        queue.withLock { $0.waiting.count + $0.runningConcurrent + ($0.runningBarrier ? 1 : 0) }
+        queue.withLock { queue in
+            // Started or cancelled waiters that have not suspended yet are counted as running, or not at all.
+            queue.waiting.values.count { $0.status == .waiting } + queue.runningConcurrent
+                + (queue.runningBarrier ? 1 : 0)
+        }
     }
 
     /// Waits for this request's turn, then runs it through the wrapped client.

@@ -140,6 +140,59 @@ struct DeduplicatingClientTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Requests that decode differently, or send a different body type, never share a call")
+    func codersAreIdentity() async throws {
+        struct Snake: Decodable, Sendable { let postId: Int }
+        let latch = Latch(count: 2)
+        let server = try LoopbackServer { _ in
+            latch.arriveAndWait() ? .respond(status: 200, body: Data(#"{"post_id":7}"#.utf8)) : .respond(status: 500)
+        }
+        let client = server.client().deduplicated()
+        let snakeCase = JSONDecoder()
+        snakeCase.keyDecodingStrategy = .convertFromSnakeCase
+        async let converted = client.run(
+            NetworkRequest<VoidRequest, Snake>(path: "p", method: .get, decoder: snakeCase))
+        let plain = Task { try await client.run(NetworkRequest<VoidRequest, Snake>(path: "p", method: .get)) }
+        // Alone, the plain decoder fails on this body; sharing the converted call would hand it a value.
+        #expect(try await converted.value.postId == 7)
+        await #expect(throws: NetworkClientError.self) { _ = try await plain.value }
+        #expect(server.requestCount == 2)
+
+        let bytes = try JSONEncoder().encode([1, 2])
+        let bodies = Latch(count: 2)
+        let echo = try LoopbackServer { _ in bodies.arriveAndWait() ? .echo() : .respond(status: 500) }
+        let sharing = echo.client().deduplicated(sharing: [.post])
+        async let asData = sharing.run(NetworkRequest<Data, EchoedRequest>(path: "b", method: .post, body: bytes))
+        async let asModel = sharing.run(NetworkRequest<[Int], EchoedRequest>(path: "b", method: .post, body: [1, 2]))
+        #expect(try await asData.value.header("content-type") == "application/octet-stream")
+        #expect(try await asModel.value.header("content-type") == "application/json")
+        #expect(echo.requestCount == 2)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A NaN timeout still identifies its call: nothing hangs and the table drains", .timeLimit(.minutes(1)))
+    func nanTimeout() async throws {
+        let server = try LoopbackServer { _ in .json(Post(id: 1, title: "t")) }
+        let client = server.client().deduplicated()
+        let request = NetworkRequest<VoidRequest, Post>(method: .get, timeoutInterval: .nan)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    await #expect {
+                        _ = try await client.run(request)
+                    } throws: { error in
+                        guard case NetworkClientError.invalidRequest = error else { return false }
+                        return true
+                    }
+                }
+            }
+        }
+        #expect(client.inFlightCount == 0)
+        #expect(client.waiterCount == 0)
+        #expect(server.requestCount == 0)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Cancelling one waiter throws CancellationError at once; the shared call goes on for the others")
     func oneWaiterCancels() async throws {
         let gate = Gate()

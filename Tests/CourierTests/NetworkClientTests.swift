@@ -275,6 +275,28 @@ struct NetworkClientTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A caller cancelled while the async interceptor runs sends nothing")
+    func cancelledDuringInterceptor() async throws {
+        let server = try echoServer()
+        let configuration = server.configuration()
+        let entered = Gate()
+        let release = Gate()
+        configuration.asyncInterceptor = { request in
+            entered.open()
+            // A token refresh that ignores cancellation, as many do.
+            while !release.wait(timeout: 0) { await Task.yield() }
+            return request
+        }
+        let client = NetworkClient(configuration: configuration)
+        let task = Task { try await client.run(Echo(path: "write", method: .post)) }
+        #expect(await eventually { entered.wait(timeout: 0) })
+        task.cancel()
+        release.open()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(server.requestCount == 0)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Headers added by an interceptor are validated too, and never injected")
     func interceptorHeaderInjection() async throws {
         let server = try echoServer()

@@ -198,6 +198,19 @@ struct RequestBuildingTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "A timeout that is not a positive, finite number is rejected (corelibs traps on NaN)",
+        arguments: [Double.nan, .infinity, 0, -1])
+    func invalidTimeout(interval: TimeInterval) {
+        #expect {
+            _ = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, timeoutInterval: interval))
+        } throws: { error in
+            guard case NetworkClientError.invalidRequest(let reason) = error else { return false }
+            return reason.contains("timeout")
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A per-request timeout reaches the URLRequest")
     func timeout() throws {
         let request = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, timeoutInterval: 2.5))
