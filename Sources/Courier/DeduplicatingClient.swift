@@ -154,21 +154,26 @@ extension DeduplicatingClient {
 ///
 /// Hashed once, when made: the call table looks a key up several times per call.
 struct RequestKey: Hashable, Sendable {
-    let method: HTTPMethod
-    let baseURL: URL?
-    let path: String?
-    let queryItems: [URLQueryItem]?
-    let formItems: [URLFormItem]?
-    let headers: [String: String]?
-    let body: Data?
-    /// The timeout's bits, so that a NaN timeout still equals itself.
-    let timeoutBits: UInt64?
-    let requestType: ObjectIdentifier
-    let responseType: ObjectIdentifier
-    /// The request's own coders, by identity: a different decoder may turn the same bytes into a different value.
-    let decoder: ObjectIdentifier?
-    let encoder: ObjectIdentifier?
-    private let hashValueCache: Int
+    /// The fields that identify a request; their synthesized `Hashable` is the one list of what counts.
+    private struct Identity: Hashable, Sendable {
+        let method: HTTPMethod
+        let baseURL: URL?
+        let path: String?
+        let queryItems: [URLQueryItem]?
+        let formItems: [URLFormItem]?
+        let headers: [String: String]?
+        let body: Data?
+        /// The timeout's bits, so that a NaN timeout still equals itself.
+        let timeoutBits: UInt64?
+        let requestType: ObjectIdentifier
+        let responseType: ObjectIdentifier
+        /// The request's own coders, by identity: another decoder may turn the same bytes into another value.
+        let decoder: ObjectIdentifier?
+        let encoder: ObjectIdentifier?
+    }
+
+    private let identity: Identity
+    private let hash: Int
 
     /// Encodes bodies of requests without an encoder of their own; sorted keys make equal values equal bytes.
     private static let bodyEncoder: JSONEncoder = {
@@ -178,17 +183,7 @@ struct RequestKey: Hashable, Sendable {
     }()
 
     init<RequestModel, ResponseModel>(_ request: NetworkRequest<RequestModel, ResponseModel>) throws {
-        method = request.method
-        baseURL = request.baseURL
-        path = request.path
-        queryItems = request.queryItems
-        formItems = request.formItems
-        headers = request.additionalHeaders
-        timeoutBits = request.timeoutInterval?.bitPattern
-        requestType = ObjectIdentifier(RequestModel.self)
-        responseType = ObjectIdentifier(ResponseModel.self)
-        decoder = request.decoder.map(ObjectIdentifier.init)
-        encoder = request.encoder.map(ObjectIdentifier.init)
+        var body: Data?
         if let value = request.body, RequestModel.self != VoidRequest.self {
             if RequestModel.self == Data.self, let data = value as? Data {
                 body = data
@@ -199,34 +194,21 @@ struct RequestKey: Hashable, Sendable {
                     throw NetworkClientError.encodingFailed(underlying: error)
                 }
             }
-        } else {
-            body = nil
         }
-        var hasher = Hasher()
-        hasher.combine(method)
-        hasher.combine(baseURL)
-        hasher.combine(path)
-        hasher.combine(queryItems)
-        hasher.combine(formItems)
-        hasher.combine(headers)
-        hasher.combine(body)
-        hasher.combine(timeoutBits)
-        hasher.combine(requestType)
-        hasher.combine(responseType)
-        hasher.combine(decoder)
-        hasher.combine(encoder)
-        hashValueCache = hasher.finalize()
+        identity = Identity(
+            method: request.method, baseURL: request.baseURL, path: request.path, queryItems: request.queryItems,
+            formItems: request.formItems, headers: request.additionalHeaders, body: body,
+            timeoutBits: request.timeoutInterval?.bitPattern, requestType: ObjectIdentifier(RequestModel.self),
+            responseType: ObjectIdentifier(ResponseModel.self), decoder: request.decoder.map(ObjectIdentifier.init),
+            encoder: request.encoder.map(ObjectIdentifier.init))
+        hash = identity.hashValue
     }
 
     func hash(into hasher: inout Hasher) {
-        hasher.combine(hashValueCache)
+        hasher.combine(hash)
     }
 
     static func == (lhs: RequestKey, rhs: RequestKey) -> Bool {
-        lhs.hashValueCache == rhs.hashValueCache && lhs.method == rhs.method && lhs.path == rhs.path
-            && lhs.queryItems == rhs.queryItems && lhs.headers == rhs.headers && lhs.body == rhs.body
-            && lhs.baseURL == rhs.baseURL && lhs.formItems == rhs.formItems && lhs.timeoutBits == rhs.timeoutBits
-            && lhs.requestType == rhs.requestType && lhs.responseType == rhs.responseType
-            && lhs.decoder == rhs.decoder && lhs.encoder == rhs.encoder
+        lhs.hash == rhs.hash && lhs.identity == rhs.identity
     }
 }

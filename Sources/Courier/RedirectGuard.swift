@@ -31,7 +31,7 @@ final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
     func guarded(_ request: URLRequest, redirectedFrom origin: URL?) -> URLRequest {
         guard let origin, let target = request.url, !Self.sameOrigin(origin, target) else { return request }
         var request = request
-        for name in request.allHTTPHeaderFields?.keys ?? [:].keys where sensitiveHeaders.contains(name.lowercased()) {
+        for name in (request.allHTTPHeaderFields ?? [:]).keys where sensitiveHeaders.contains(name.lowercased()) {
             request.setValue(nil, forHTTPHeaderField: name)
         }
         return request

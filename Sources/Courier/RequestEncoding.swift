@@ -168,13 +168,7 @@ enum FormEncoding {
     /// The `application/x-www-form-urlencoded` body; items with a `nil` value are left out.
     static func body(_ items: [URLFormItem]) -> Data {
         var text = ""
-        for item in items {
-            guard let value = item.value else { continue }
-            if !text.isEmpty { text += "&" }
-            PercentEncoding.append(item.name, keeping: .unreserved, to: &text)
-            text += "="
-            PercentEncoding.append(value, keeping: .unreserved, to: &text)
-        }
+        appendQuery(items.compactMap { item in item.value.map { URLQueryItem(name: item.name, value: $0) } }, to: &text)
         return Data(text.utf8)
     }
 }
