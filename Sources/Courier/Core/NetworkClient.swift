@@ -41,14 +41,18 @@ public final class NetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
-        let request = try await intercepted(networkRequest.makeURLRequest(configuration: configuration))
+        let settings = configuration.currentSettings
+        let request = try await intercepted(networkRequest.makeURLRequest(configuration: configuration), settings)
         // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
         try Task.checkCancellation()
+        let limit = networkRequest.maximumResponseSize ?? settings.maximumResponseSize
         let (data, response) = try await send(request)
+        if data.count > limit { throw NetworkClientError.responseTooLarge(limit: limit) }
         guard let httpResponse = response as? HTTPURLResponse else {
             throw NetworkClientError.invalidResponse(response)
         }
-        guard (200..<300).contains(httpResponse.statusCode) else {
+        let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
+        guard accepted?.contains(httpResponse.statusCode) ?? (200..<300).contains(httpResponse.statusCode) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: httpResponse.statusCode, response: httpResponse, data: data)
         }
@@ -57,11 +61,12 @@ public final class NetworkClient: NetworkClientProtocol {
         return NetworkResponse(value: value, response: response, data: data)
     }
 
-    private func intercepted(_ request: URLRequest) async throws -> URLRequest {
-        let interceptors = configuration.currentInterceptors
-        guard interceptors.sync != nil || interceptors.async != nil else { return request }
-        var request = interceptors.sync?(request) ?? request
-        if let asyncInterceptor = interceptors.async {
+    private func intercepted(
+        _ request: URLRequest, _ settings: NetworkConfiguration.Settings
+    ) async throws -> URLRequest {
+        guard settings.interceptor != nil || settings.asyncInterceptor != nil else { return request }
+        var request = settings.interceptor?(request) ?? request
+        if let asyncInterceptor = settings.asyncInterceptor {
             do {
                 request = try await asyncInterceptor(request)
             } catch is CancellationError {

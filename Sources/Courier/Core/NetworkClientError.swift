@@ -33,6 +33,13 @@ public enum NetworkClientError: Error, Sendable {
     /// The 2xx body could not be decoded into the response model. `underlying` is usually a `DecodingError` whose
     /// coding path names the failing field; `data` is the body, as received.
     case decodingFailed(underlying: any Error, data: Data)
+    /// The response body (counted after decompression) is larger than `limit` bytes, the request's or the
+    /// configuration's ``NetworkConfiguration/maximumResponseSize``. The transfer was stopped when the limit was
+    /// passed, or before the body was read when the server declared a larger `Content-Length`.
+    case responseTooLarge(limit: Int)
+    /// The server redirected to a place Courier will not follow: a `Location` whose scheme is not `http` or `https`,
+    /// or a 307/308 redirect of a request whose body cannot be sent again. The request was sent; the redirect was not.
+    case redirectRefused(reason: String)
 }
 
 extension NetworkClientError: LocalizedError, CustomStringConvertible {
@@ -68,6 +75,10 @@ extension NetworkClientError: LocalizedError, CustomStringConvertible {
         case .decodingFailed(let underlying, let data):
             if data.isEmpty { return "The response could not be decoded: the body is empty." }
             return "The response could not be decoded (body of \(data.count) bytes): \(Redaction.describe(underlying))."
+        case .responseTooLarge(let limit):
+            return "The response body is larger than the limit of \(limit) bytes (maximumResponseSize); the transfer was stopped."
+        case .redirectRefused(let reason):
+            return "The redirect was not followed: \(reason)."
         }
     }
 

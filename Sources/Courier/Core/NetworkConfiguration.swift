@@ -23,35 +23,63 @@ public final class NetworkConfiguration: Sendable {
     /// never written in descriptions. Always holds `authorization`, `cookie` and `proxy-authorization`.
     public let sensitiveHeaders: Set<String>
 
-    let base: BaseURL
-    private let interceptors = Locked(Interceptors())
+    /// The largest timeout, in seconds, Courier hands to URLSession: about 31.7 years. Larger request or session
+    /// timeouts, infinity included, are lowered to it (corelibs Foundation traps on timeouts above about 9.2e15 s).
+    public static let maximumTimeout: TimeInterval = 1_000_000_000
 
-    /// Both interceptors, read under one lock acquisition, as each request starts.
-    var currentInterceptors: Interceptors { interceptors.withLock { $0 } }
+    let base: BaseURL
+    private let settings = Locked(Settings())
+
+    /// The interceptors and limits, read under one lock acquisition, as each request starts.
+    var currentSettings: Settings { settings.withLock { $0 } }
     /// Rewrites cross-origin redirects; `nil` when the session belongs to the caller and the platform has no
     /// per-task delegates for redirects (Linux).
     let redirectGuard: RedirectGuard?
     /// Whether Courier created `session` and so must invalidate it.
     private let ownsSession: Bool
 
-    struct Interceptors: Sendable {
-        var sync: (@Sendable (URLRequest) -> URLRequest)?
-        var async: (@Sendable (URLRequest) async throws -> URLRequest)?
+    /// What may change after the configuration is created; read once per request.
+    struct Settings: Sendable {
+        var interceptor: (@Sendable (URLRequest) -> URLRequest)?
+        var asyncInterceptor: (@Sendable (URLRequest) async throws -> URLRequest)?
+        var maximumResponseSize = NetworkConfiguration.defaultMaximumResponseSize
+        var acceptableStatusCodes: Set<Int>?
     }
+
+    /// 100 MiB: the default of ``maximumResponseSize``.
+    public static let defaultMaximumResponseSize = 100 * 1024 * 1024
 
     /// Called with each `URLRequest` right before it is sent, to modify it (for example to add an API key).
     /// `nil` by default. Setting it affects the next request, including on clients already created.
     public var interceptor: (@Sendable (URLRequest) -> URLRequest)? {
-        get { interceptors.withLock { $0.sync } }
-        set { interceptors.withLock { $0.sync = newValue } }
+        get { settings.withLock { $0.interceptor } }
+        set { settings.withLock { $0.interceptor = newValue } }
     }
 
     /// Called with each `URLRequest` after ``interceptor``, right before it is sent, and may suspend or throw:
     /// the place for a token provider that refreshes an access token. `nil` by default. If it throws, the request
     /// fails with ``NetworkClientError/interceptorFailed(underlying:)`` and nothing is sent.
     public var asyncInterceptor: (@Sendable (URLRequest) async throws -> URLRequest)? {
-        get { interceptors.withLock { $0.async } }
-        set { interceptors.withLock { $0.async = newValue } }
+        get { settings.withLock { $0.asyncInterceptor } }
+        set { settings.withLock { $0.asyncInterceptor = newValue } }
+    }
+
+    /// The largest response body, in bytes after decompression, a request may receive in memory, unless the request
+    /// sets its own ``NetworkRequest/maximumResponseSize``: 100 MiB (``defaultMaximumResponseSize``) by default.
+    /// A larger body stops the transfer as soon as the limit is passed (a declared `Content-Length` above it stops it
+    /// before the body is read) and the call throws ``NetworkClientError/responseTooLarge(limit:)``. It protects
+    /// against compression bombs: a few megabytes of gzip can expand to gigabytes. Setting it affects the next request.
+    public var maximumResponseSize: Int {
+        get { settings.withLock { $0.maximumResponseSize } }
+        set { settings.withLock { $0.maximumResponseSize = newValue } }
+    }
+
+    /// The status codes that count as success, unless the request sets its own
+    /// ``NetworkRequest/acceptableStatusCodes``; `200..<300` by default. Any other status throws
+    /// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``. Setting it affects the next request.
+    public var acceptableStatusCodes: Set<Int> {
+        get { settings.withLock { $0.acceptableStatusCodes } ?? Set(200..<300) }
+        set { settings.withLock { $0.acceptableStatusCodes = newValue == Set(200..<300) ? nil : newValue } }
     }
 
     /// Creates a configuration that runs requests on a session you own.
@@ -61,7 +89,8 @@ public final class NetworkConfiguration: Sendable {
     /// session credentials *do* follow cross-origin redirects there: use
     /// ``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)`` to be protected.
     /// - Parameters:
-    ///   - session: The session; `URLSession.shared` by default.
+    ///   - session: The session, for example `URLSession.shared`. Leave it out to let Courier create a safe one
+    ///     (``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``).
     ///   - defaultDecoder: The response decoder; a plain `JSONDecoder()` by default.
     ///   - defaultEncoder: The body encoder; a plain `JSONEncoder()` by default.
     ///   - baseURL: The URL request paths are appended to. It needs a scheme and a host, or every request fails
@@ -69,7 +98,7 @@ public final class NetworkConfiguration: Sendable {
     ///   - sensitiveHeaders: More header names to treat as secrets, besides `Authorization`, `Cookie` and
     ///     `Proxy-Authorization`; empty by default.
     public init(
-        session: URLSession = .shared,
+        session: URLSession,
         defaultDecoder: JSONDecoder = JSONDecoder(),
         defaultEncoder: JSONEncoder = JSONEncoder(),
         baseURL: URL,
@@ -95,14 +124,16 @@ public final class NetworkConfiguration: Sendable {
     /// On every platform, Linux included, ``sensitiveHeaders`` set by the request or by the interceptors are
     /// removed from any redirect to another origin (scheme, host or port). On Linux the session has no `URLCache`:
     /// corelibs' cache makes cancelling a request unsafe (the process can trap), and costs about 10% per request.
+    /// This is the initializer `NetworkConfiguration(baseURL:)` calls: the shortest code is the safe code.
     /// - Parameters:
-    ///   - sessionConfiguration: The configuration of the session to create, e.g. `.default` or `.ephemeral`.
+    ///   - sessionConfiguration: The configuration of the session to create; `.default` by default (shared cookie and
+    ///     credential storage), or for example `.ephemeral`.
     ///   - defaultDecoder: The response decoder; a plain `JSONDecoder()` by default.
     ///   - defaultEncoder: The body encoder; a plain `JSONEncoder()` by default.
     ///   - baseURL: The URL request paths are appended to.
     ///   - sensitiveHeaders: More header names to treat as secrets; empty by default.
     public init(
-        sessionConfiguration: URLSessionConfiguration,
+        sessionConfiguration: URLSessionConfiguration = .default,
         defaultDecoder: JSONDecoder = JSONDecoder(),
         defaultEncoder: JSONEncoder = JSONEncoder(),
         baseURL: URL,

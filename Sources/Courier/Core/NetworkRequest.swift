@@ -58,8 +58,8 @@ public struct VoidResponse: Decodable, Hashable, Sendable {
 
 /// A typed description of one HTTP request: what to send and what to decode the response into.
 ///
-/// Every property except `method` is optional and falls back to the ``NetworkConfiguration`` of the client that runs
-/// the request. Build these in a factory and hand them to ``NetworkClientProtocol/run(_:)``:
+/// Only `method` is required. `baseURL`, `decoder`, `encoder`, `maximumResponseSize` and `acceptableStatusCodes`
+/// fall back to the ``NetworkConfiguration`` of the client that runs the request, and the timeouts to its session's. Build these in a factory and hand them to ``NetworkClientProtocol/run(_:)``:
 ///
 /// ```swift
 /// let request = NetworkRequest<VoidRequest, [Post]>(path: "/posts", method: .get,
@@ -100,6 +100,22 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// seconds, it is rounded up: `0.5` waits one second rather than failing at once. It must be a positive, finite
     /// number, or the request fails with ``NetworkClientError/invalidRequest(reason:)``.
     public let timeoutInterval: TimeInterval?
+    /// The most time, in seconds, the whole request may take, from sending to the last byte of the response, however
+    /// steadily the server sends; `nil` (the default) keeps the session's `timeoutIntervalForResource` (7 days for
+    /// `.default`), which Courier enforces itself where the platform does not (Linux). When it passes, the transfer
+    /// is cancelled and the call throws ``NetworkClientError/transportFailed(_:)`` with `URLError.timedOut`. It must
+    /// be a positive number, or the request fails with ``NetworkClientError/invalidRequest(reason:)``; values above
+    /// ``NetworkConfiguration/maximumTimeout`` (infinity included) are lowered to it.
+    public let totalTimeout: TimeInterval?
+    /// The largest response body, in bytes after decompression, this request accepts in memory; `nil` (the default)
+    /// uses ``NetworkConfiguration/maximumResponseSize``. A larger body stops the transfer with
+    /// ``NetworkClientError/responseTooLarge(limit:)``.
+    public let maximumResponseSize: Int?
+    /// The status codes that count as success for this request; `nil` (the default) uses
+    /// ``NetworkConfiguration/acceptableStatusCodes`` (`200..<300`). Any other status throws
+    /// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``. For example
+    /// `Set(200..<300).union([304])` to read a `304 Not Modified` as success (with ``VoidResponse`` or `Data`).
+    public let acceptableStatusCodes: Set<Int>?
 
     /// Creates a request.
     /// - Parameters:
@@ -113,6 +129,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     ///   - encoder: An encoder for this request only; `nil` by default.
     ///   - additionalHeaders: Header fields to add; `nil` by default.
     ///   - timeoutInterval: An idle timeout in seconds for this request only; `nil` by default.
+    ///   - totalTimeout: A limit in seconds on the whole request; `nil` by default (the session's resource timeout).
+    ///   - maximumResponseSize: The largest body accepted, in bytes; `nil` by default (the configuration's).
+    ///   - acceptableStatusCodes: The statuses that count as success; `nil` by default (the configuration's).
     public init(
         path: String? = nil,
         method: HTTPMethod,
@@ -123,7 +142,10 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         decoder: JSONDecoder? = nil,
         encoder: JSONEncoder? = nil,
         additionalHeaders: [String: String]? = nil,
-        timeoutInterval: TimeInterval? = nil
+        timeoutInterval: TimeInterval? = nil,
+        totalTimeout: TimeInterval? = nil,
+        maximumResponseSize: Int? = nil,
+        acceptableStatusCodes: Set<Int>? = nil
     ) {
         self.path = path
         self.method = method
@@ -135,5 +157,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         self.encoder = encoder
         self.additionalHeaders = additionalHeaders
         self.timeoutInterval = timeoutInterval
+        self.totalTimeout = totalTimeout
+        self.maximumResponseSize = maximumResponseSize
+        self.acceptableStatusCodes = acceptableStatusCodes
     }
 }

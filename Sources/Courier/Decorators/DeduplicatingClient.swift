@@ -165,6 +165,9 @@ struct RequestKey: Hashable, Sendable {
         let body: Data?
         /// The timeout's bits, so that a NaN timeout still equals itself.
         let timeoutBits: UInt64?
+        let totalTimeoutBits: UInt64?
+        let maximumResponseSize: Int?
+        let acceptableStatusCodes: Set<Int>?
         let requestType: ObjectIdentifier
         let responseType: ObjectIdentifier
         /// The request's own coders, by identity: another decoder may turn the same bytes into another value.
@@ -198,7 +201,9 @@ struct RequestKey: Hashable, Sendable {
         identity = Identity(
             method: request.method, baseURL: request.baseURL, path: request.path, queryItems: request.queryItems,
             formItems: request.formItems, headers: request.additionalHeaders, body: body,
-            timeoutBits: request.timeoutInterval?.bitPattern, requestType: ObjectIdentifier(RequestModel.self),
+            timeoutBits: request.timeoutInterval?.bitPattern, totalTimeoutBits: request.totalTimeout?.bitPattern,
+            maximumResponseSize: request.maximumResponseSize, acceptableStatusCodes: request.acceptableStatusCodes,
+            requestType: ObjectIdentifier(RequestModel.self),
             responseType: ObjectIdentifier(ResponseModel.self), decoder: request.decoder.map(ObjectIdentifier.init),
             encoder: request.encoder.map(ObjectIdentifier.init))
         hash = identity.hashValue
