@@ -199,14 +199,62 @@ struct RequestBuildingTests {
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
-        "A timeout that is not a positive, finite number is rejected (corelibs traps on NaN)",
-        arguments: [Double.nan, .infinity, 0, -1])
+        "A timeout that is NaN, zero or negative is rejected (corelibs traps on NaN)",
+        arguments: [Double.nan, 0, -1])
     func invalidTimeout(interval: TimeInterval) {
         #expect {
             _ = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, timeoutInterval: interval))
         } throws: { error in
             guard case NetworkClientError.invalidRequest(let reason) = error else { return false }
             return reason.contains("timeout")
+        }
+        #expect {
+            _ = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, totalTimeout: interval))
+        } throws: { error in
+            guard case NetworkClientError.invalidRequest(let reason) = error else { return false }
+            return reason.contains("total timeout")
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "An infinite or huge timeout is lowered to about 31.7 years (corelibs traps above about 9.2e15 s)",
+        arguments: [Double.infinity, 1e300, 9.3e15])
+    func hugeTimeout(interval: TimeInterval) throws {
+        let request = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, timeoutInterval: interval))
+        #expect(request.timeoutInterval == 1_000_000_000)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "An interceptor's method must be an RFC 9110 token: no forged request line",
+        arguments: ["GET /evil HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", "GET ", "", "PO\u{0}ST"])
+    func forgedMethod(method: String) async throws {
+        let configuration = NetworkConfiguration(baseURL: URL(string: "http://127.0.0.1:9")!)
+        configuration.interceptor = { request in
+            var request = request
+            request.httpMethod = method
+            return request
+        }
+        await #expect {
+            _ = try await NetworkClient(configuration: configuration).run(
+                NetworkRequest<VoidRequest, VoidResponse>(method: .get))
+        } throws: { error in
+            guard case NetworkClientError.invalidRequest(let reason) = error else { return false }
+            return reason.contains("not an RFC 9110 token") && !reason.contains("\r\n")
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "Fields that frame the message are Courier's: rejected in additionalHeaders, whatever their case",
+        arguments: ["Content-Length", "transfer-encoding", "HOST", "Connection", "Upgrade"])
+    func framingHeaders(name: String) {
+        #expect {
+            _ = try urlRequest(NetworkRequest<VoidRequest, VoidResponse>(method: .get, additionalHeaders: [name: "5"]))
+        } throws: { error in
+            guard case NetworkClientError.invalidHeader(let badName, let reason) = error else { return false }
+            return badName == name && reason.contains("frames the message")
         }
     }
 

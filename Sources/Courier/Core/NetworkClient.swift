@@ -45,16 +45,17 @@ public final class NetworkClient: NetworkClientProtocol {
         let request = try await intercepted(networkRequest.makeURLRequest(configuration: configuration), settings)
         // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
         try Task.checkCancellation()
-        let limit = networkRequest.maximumResponseSize ?? settings.maximumResponseSize
-        let (data, response) = try await send(request)
-        if data.count > limit { throw NetworkClientError.responseTooLarge(limit: limit) }
+        let limits = TransferLimits(
+            maximumResponseSize: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
+            deadline: deadline(totalTimeout: networkRequest.totalTimeout))
+        let (data, response) = try await send(request, limits: limits)
         guard let httpResponse = response as? HTTPURLResponse else {
             throw NetworkClientError.invalidResponse(response)
         }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
         guard accepted?.contains(httpResponse.statusCode) ?? (200..<300).contains(httpResponse.statusCode) else {
             throw NetworkClientError.unacceptableStatusCode(
-                statusCode: httpResponse.statusCode, response: httpResponse, data: data)
+                statusCode: httpResponse.statusCode, response: Redaction.response(httpResponse), data: data)
         }
         let value = try Self.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
@@ -75,18 +76,29 @@ public final class NetworkClient: NetworkClientProtocol {
                 throw NetworkClientError.interceptorFailed(underlying: error)
             }
         }
-        // Interceptors may add any header: hold them to the same rules as the request's own.
+        // Interceptors may set any method and add any header: hold them to the same rules as the request's own.
+        try HeaderValidation.validate(method: request.httpMethod ?? "GET")
         try HeaderValidation.validate(request.allHTTPHeaderFields ?? [:])
         return request
     }
 
-    private func send(_ request: URLRequest) async throws -> (Data, URLResponse) {
+    /// When the request must have ended: the earlier of its own total timeout and the session's resource timeout
+    /// where Courier enforces it; `nil` when neither applies.
+    private func deadline(totalTimeout: TimeInterval?) -> DispatchTime? {
+        let total = totalTimeout.map { min($0, NetworkConfiguration.maximumTimeout) }
+        guard let seconds = [total, configuration.resourceTimeout].compactMap({ $0 }).min() else { return nil }
+        return .now() + seconds
+    }
+
+    private func send(_ request: URLRequest, limits: TransferLimits) async throws -> (Data, URLResponse) {
         do {
-            return try await configuration.session.courierData(for: request, delegate: configuration.redirectGuard)
+            return try await configuration.transport.send(request, limits: limits)
+        } catch let error as NetworkClientError {
+            throw error
         } catch {
-            if Task.isCancelled { throw CancellationError() }
-            if let urlError = error as? URLError { throw NetworkClientError.transportFailed(urlError) }
-            throw NetworkClientError.transportFailed(URLError(.unknown, userInfo: [NSUnderlyingErrorKey: error]))
+            if Task.isCancelled || error is CancellationError { throw CancellationError() }
+            // Redacted here, once: URLError's user info carries the full URL, password and query included.
+            throw NetworkClientError.transportFailed(Redaction.urlError(error, url: request.url))
         }
     }
 

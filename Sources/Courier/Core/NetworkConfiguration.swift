@@ -32,11 +32,15 @@ public final class NetworkConfiguration: Sendable {
 
     /// The interceptors and limits, read under one lock acquisition, as each request starts.
     var currentSettings: Settings { settings.withLock { $0 } }
-    /// Rewrites cross-origin redirects; `nil` when the session belongs to the caller and the platform has no
-    /// per-task delegates for redirects (Linux).
-    let redirectGuard: RedirectGuard?
-    /// Whether Courier created `session` and so must invalidate it.
-    private let ownsSession: Bool
+    /// How requests reach the network.
+    let transport: Transport
+    /// The session Courier created and must invalidate, if it created one.
+    private let ownedSession: URLSession?
+    /// The idle timeout to set on requests that have none, when the session's own cannot be handed to URLSession as
+    /// it is (a caller's session with a NaN, infinite, huge or fractional timeout on Linux); `nil` otherwise.
+    let requestTimeout: TimeInterval?
+    /// The session's `timeoutIntervalForResource`, where Courier enforces it itself (Linux); `nil` otherwise.
+    let resourceTimeout: TimeInterval?
 
     /// What may change after the configuration is created; read once per request.
     struct Settings: Sendable {
@@ -82,12 +86,21 @@ public final class NetworkConfiguration: Sendable {
         set { settings.withLock { $0.acceptableStatusCodes = newValue == Set(200..<300) ? nil : newValue } }
     }
 
-    /// Creates a configuration that runs requests on a session you own.
+    /// Creates a configuration that runs requests on a session you bring, for example `URLSession.shared`.
     ///
-    /// On Apple platforms Courier attaches a per-task delegate that strips ``sensitiveHeaders`` from redirects to
-    /// another origin. On Linux, corelibs Foundation ignores per-task delegates for redirects, so with your own
-    /// session credentials *do* follow cross-origin redirects there: use
-    /// ``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)`` to be protected.
+    /// What Courier can guarantee depends on the session and the platform:
+    /// - On Apple platforms Courier attaches a per-task delegate that keeps ``sensitiveHeaders`` off redirects to
+    ///   another origin and refuses redirects to other schemes than http and https.
+    /// - On Linux, a session **without a delegate** (`URLSession.shared` included) is not used directly: Courier
+    ///   derives a session of its own from `session.configuration`, which shares its cookie storage, credential
+    ///   storage, headers, proxy and connection settings by reference, but has no `URLCache` (corelibs traps when a
+    ///   request is cancelled during a cache lookup). Requests then get every guarantee of
+    ///   ``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``; ``session`` is still
+    ///   the session you passed.
+    /// - On Linux, a session **with a delegate of its own** is used as it is, and corelibs ignores per-task delegates
+    ///   for redirects: credentials *do* follow cross-origin redirects, a 307/308 resends an empty body, the size
+    ///   limit is checked only once the body is complete, and a `URLCache` in its configuration can trap the process
+    ///   under cancellation. Courier still enforces the timeouts and the total deadline.
     /// - Parameters:
     ///   - session: The session, for example `URLSession.shared`. Leave it out to let Courier create a safe one
     ///     (``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``).
@@ -104,27 +117,49 @@ public final class NetworkConfiguration: Sendable {
         baseURL: URL,
         sensitiveHeaders: Set<String> = []
     ) {
+        let sensitiveHeaders = Self.normalized(sensitiveHeaders)
         self.session = session
         self.defaultDecoder = defaultDecoder
         self.defaultEncoder = defaultEncoder
         self.baseURL = baseURL
-        self.sensitiveHeaders = Self.normalized(sensitiveHeaders)
+        self.sensitiveHeaders = sensitiveHeaders
         self.base = BaseURL(baseURL)
-        self.ownsSession = false
         #if canImport(FoundationNetworking)
-        self.redirectGuard = nil
+        if session.delegate == nil {
+            let derived = Self.drivenTransport(session.configuration, sensitiveHeaders: sensitiveHeaders)
+            (transport, ownedSession, requestTimeout, resourceTimeout) = (derived.0, derived.0.session, nil, derived.1)
+            return
+        }
+        #endif
+        let configuration = session.configuration
+        let requestTimeout = transportTimeout(configuration.timeoutIntervalForRequest, fallback: 60)
+        self.requestTimeout = requestTimeout == configuration.timeoutIntervalForRequest ? nil : requestTimeout
+        self.resourceTimeout =
+            enforcesResourceTimeout ? transportTimeout(configuration.timeoutIntervalForResource, fallback: 604_800) : nil
+        self.ownedSession = nil
+        #if canImport(FoundationNetworking)
+        self.transport = .callerSession(session, nil)
         #else
-        self.redirectGuard = RedirectGuard(sensitiveHeaders: self.sensitiveHeaders)
+        self.transport = .callerSession(session, RedirectGuard(sensitiveHeaders: sensitiveHeaders))
         #endif
     }
 
     /// Creates a configuration with a session that Courier creates from `sessionConfiguration`, owns, and
-    /// invalidates when the configuration is released.
+    /// invalidates when the configuration is released: the safe default, and what `NetworkConfiguration(baseURL:)`
+    /// creates.
     ///
-    /// On every platform, Linux included, ``sensitiveHeaders`` set by the request or by the interceptors are
-    /// removed from any redirect to another origin (scheme, host or port). On Linux the session has no `URLCache`:
-    /// corelibs' cache makes cancelling a request unsafe (the process can trap), and costs about 10% per request.
-    /// This is the initializer `NetworkConfiguration(baseURL:)` calls: the shortest code is the safe code.
+    /// On every platform, Linux included:
+    /// - ``sensitiveHeaders`` set by the request or by the interceptors are removed from any redirect to another
+    ///   origin (scheme, host or port), and a redirect to another scheme than http or https is refused with
+    ///   ``NetworkClientError/redirectRefused(reason:)``;
+    /// - a 307 or 308 redirect resends the same method and body;
+    /// - the response body is held to ``maximumResponseSize`` as it arrives;
+    /// - the session's `timeoutIntervalForResource` and each request's ``NetworkRequest/totalTimeout`` are enforced;
+    /// - timeouts above ``maximumTimeout`` (infinity included) are lowered to it, and NaN or non-positive ones
+    ///   replaced by URLSession's defaults (60 s idle, 7 days in all).
+    ///
+    /// On Linux the session has no `URLCache`: corelibs' cache makes cancelling a request unsafe (the process can
+    /// trap), and costs about 10% per request.
     /// - Parameters:
     ///   - sessionConfiguration: The configuration of the session to create; `.default` by default (shared cookie and
     ///     credential storage), or for example `.ephemeral`.
@@ -140,22 +175,32 @@ public final class NetworkConfiguration: Sendable {
         sensitiveHeaders: Set<String> = []
     ) {
         let sensitiveHeaders = Self.normalized(sensitiveHeaders)
-        let redirectGuard = RedirectGuard(sensitiveHeaders: sensitiveHeaders)
-        self.session = URLSession(
-            configuration: ownedSessionConfiguration(sessionConfiguration), delegate: redirectGuard, delegateQueue: nil)
+        let (transport, resourceTimeout) = Self.drivenTransport(sessionConfiguration, sensitiveHeaders: sensitiveHeaders)
+        self.transport = transport
+        self.session = transport.session
+        self.ownedSession = transport.session
+        self.requestTimeout = nil
+        self.resourceTimeout = resourceTimeout
         self.defaultDecoder = defaultDecoder
         self.defaultEncoder = defaultEncoder
         self.baseURL = baseURL
         self.sensitiveHeaders = sensitiveHeaders
         self.base = BaseURL(baseURL)
-        self.ownsSession = true
-        // The session already calls it as its own delegate; a per-task copy would run it twice.
-        self.redirectGuard = nil
+    }
+
+    /// A session Courier creates from `configuration` and drives, with the resource timeout Courier must enforce.
+    private static func drivenTransport(
+        _ configuration: URLSessionConfiguration, sensitiveHeaders: Set<String>
+    ) -> (Transport, TimeInterval?) {
+        let configuration = ownedSessionConfiguration(configuration)
+        let delegate = SessionDelegate(sensitiveHeaders: sensitiveHeaders)
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        return (.driven(session, delegate), enforcesResourceTimeout ? configuration.timeoutIntervalForResource : nil)
     }
 
     deinit {
         // Lets requests in flight finish, then breaks the session's strong reference to its delegate.
-        if ownsSession { session.finishTasksAndInvalidate() }
+        ownedSession?.finishTasksAndInvalidate()
     }
 
     private static func normalized(_ names: Set<String>) -> Set<String> {

@@ -183,6 +183,11 @@ enum HeaderValidation {
         if name.utf8.contains(where: { !tokenCharacters.contains($0) }) {
             throw .invalidHeader(name: name, reason: "the name has a character not allowed in a header name")
         }
+        // Only names of a framing field's length are lowercased, to keep the common case cheap.
+        if [4, 7, 10, 14, 17].contains(name.utf8.count) && framingFields.contains(name.lowercased()) {
+            throw .invalidHeader(
+                name: name, reason: "the field frames the message and is set by URLSession; remove it")
+        }
         for byte in value.utf8 where byte < 0x20 && byte != 0x09 || byte == 0x7F {
             let reason =
                 byte == 0x0D || byte == 0x0A
@@ -191,6 +196,17 @@ enum HeaderValidation {
             throw .invalidHeader(name: name, reason: reason)
         }
     }
+
+    /// The method: an RFC 9110 token, or a request line could be forged (`"GET / HTTP/1.1\r\nX: 1\r\n\r\nGET"`).
+    static func validate(method: String) throws(NetworkClientError) {
+        guard method.isEmpty || method.utf8.contains(where: { !tokenCharacters.contains($0) }) else { return }
+        let shown = method.count > 40 ? String(method.prefix(40)) + "…" : method
+        throw .invalidRequest(reason: "the method \(String(reflecting: shown)) is not an RFC 9110 token")
+    }
+
+    /// The fields that frame the message: Courier and URLSession own them, and a caller's value would make the
+    /// server read another request than the one sent (a GET with `Content-Length: 5` waits for 5 bytes).
+    private static let framingFields: Set<String> = ["content-length", "transfer-encoding", "host", "connection", "upgrade"]
 
     static func validate(_ fields: [String: String]) throws(NetworkClientError) {
         for (name, value) in fields { try validate(name: name, value: value) }
@@ -205,12 +221,16 @@ extension NetworkRequest {
         // GET is URLRequest's default, and corelibs re-validates the method on every assignment.
         if method != .get { request.httpMethod = method.rawValue }
         if let timeoutInterval {
-            // corelibs converts it to an integer and traps on NaN or infinity.
-            guard timeoutInterval.isFinite && timeoutInterval > 0 else {
-                throw .invalidRequest(
-                    reason: "the timeout interval \(timeoutInterval) is not a positive, finite number")
+            // corelibs converts it to an integer and traps on NaN, infinity or huge values.
+            guard timeoutInterval > 0 else {
+                throw .invalidRequest(reason: "the timeout interval \(timeoutInterval) is not a positive number")
             }
-            request.timeoutInterval = transportTimeout(timeoutInterval)
+            request.timeoutInterval = transportTimeout(timeoutInterval, fallback: timeoutInterval)
+        } else if let sessionTimeout = configuration.requestTimeout {
+            request.timeoutInterval = sessionTimeout
+        }
+        if let totalTimeout, !(totalTimeout > 0) {
+            throw .invalidRequest(reason: "the total timeout \(totalTimeout) is not a positive number")
         }
 
         let (body, contentType) = try encodedBody(configuration: configuration)

@@ -7,35 +7,74 @@ import Foundation
 @_exported import FoundationNetworking
 #endif
 
-/// The timeout to hand to URLSession for a requested `interval`.
-///
-/// corelibs URLSession truncates timeouts to whole seconds, so 0.5 s fails at once (before the request is even
-/// sent) and 1.5 s fires after 1 s. Rounding up means a timeout never fires before the time the caller asked for.
-func transportTimeout(_ interval: TimeInterval) -> TimeInterval {
+/// Whether URLSession resends an empty body when it follows a 307 or 308 redirect (corelibs does), so that Courier
+/// must send the redirected request itself.
+#if canImport(FoundationNetworking)
+let redirectsDropBodies = true
+#else
+let redirectsDropBodies = false
+#endif
+
+/// Whether Courier must enforce `timeoutIntervalForResource` itself: corelibs Foundation ignores it.
+#if canImport(FoundationNetworking)
+let enforcesResourceTimeout = true
+#else
+let enforcesResourceTimeout = false
+#endif
+
+/// The timeout to hand to URLSession for a requested `interval`: at most ``NetworkConfiguration/maximumTimeout``
+/// (corelibs converts timeouts to integer milliseconds and traps above about 9.2e15 s or on infinity), and on Linux
+/// rounded up to whole seconds (corelibs truncates, so 0.5 s would fail at once and 1.5 s fire after 1 s). A NaN or
+/// non-positive `interval` becomes `fallback`.
+func transportTimeout(_ interval: TimeInterval, fallback: TimeInterval) -> TimeInterval {
+    guard interval > 0 else { return fallback }  // NaN compares false.
+    let clamped = min(interval, NetworkConfiguration.maximumTimeout)
     #if canImport(FoundationNetworking)
-    return interval.rounded(.up)
+    return clamped.rounded(.up)
     #else
-    return interval
+    return clamped
     #endif
 }
 
+/// The configuration of a session Courier creates: timeouts URLSession can take (see `transportTimeout`), and on
+/// Linux no `URLCache`.
+///
+/// corelibs reads the cache on a background queue before a task's protocol exists; a cancellation landing in that
+/// window is reported after the task left the session's registry, and the process traps. The lookup also costs about
+/// a tenth of a small request's CPU time. Apple platforms keep the cache.
+func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
+    let copy = configuration.copy() as! URLSessionConfiguration
+    #if canImport(FoundationNetworking)
+    copy.urlCache = nil
+    #endif
+    copy.timeoutIntervalForRequest = transportTimeout(copy.timeoutIntervalForRequest, fallback: 60)
+    copy.timeoutIntervalForResource = transportTimeout(copy.timeoutIntervalForResource, fallback: 604_800)
+    return copy
+}
+
 extension URLSession {
-    /// Loads `request` and returns its body and response, cancelling the transfer when the calling task is cancelled.
+    /// Loads `request` on a session Courier does not drive (a caller's session with a delegate of its own), cancelling
+    /// the transfer when the calling task is cancelled or `deadline` passes.
     ///
     /// On Apple platforms this is `data(for:delegate:)`. On Linux, corelibs' own `data(for:)` can deadlock when the
     /// calling task is cancelled just as the transfer completes: its cancellation handler blocks on the session's work
     /// queue while holding the task's status lock, and the work queue resumes the continuation inline, which needs
     /// that lock. Courier's bridge is delivered on the delegate queue instead, and cancels off the handler's thread.
-    func courierData(for request: URLRequest, delegate: (any URLSessionTaskDelegate)?) async throws -> (
-        Data, URLResponse
-    ) {
+    func courierData(
+        for request: URLRequest, delegate: (any URLSessionTaskDelegate)?, deadline: DispatchTime?
+    ) async throws -> (Data, URLResponse) {
         #if canImport(FoundationNetworking)
         let transfer = Transfer()
+        if let deadline { DeadlineMonitor.shared.add(transfer, deadline: deadline) }
+        defer { if deadline != nil { DeadlineMonitor.shared.remove(transfer) } }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = dataTask(with: request) { data, response, error in
                     transfer.finish()
-                    if let error {
+                    if transfer.hasExpired {
+                        let reason = "the request took longer than its total timeout"
+                        continuation.resume(throwing: URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason]))
+                    } else if let error {
                         continuation.resume(throwing: error)
                     } else if let response {
                         continuation.resume(returning: (data ?? Data(), response))
@@ -49,19 +88,33 @@ extension URLSession {
             transfer.cancel()
         }
         #else
-        return try await data(for: request, delegate: delegate)
+        guard let deadline else { return try await data(for: request, delegate: delegate) }
+        // Apple platforms enforce the session's resource timeout; a request's own total timeout races the transfer.
+        return try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
+            group.addTask { try await self.data(for: request, delegate: delegate) }
+            group.addTask {
+                let now = DispatchTime.now()
+                if deadline > now { try await Task.sleep(nanoseconds: deadline.uptimeNanoseconds - now.uptimeNanoseconds) }
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let result = first else { throw URLError(.timedOut) }
+            return result
+        }
         #endif
     }
 }
 
 #if canImport(FoundationNetworking)
-/// The URLSession task behind one `courierData(for:delegate:)` call: whether its caller was cancelled and whether it
-/// has finished, so that a cancellation never reaches a task that is not running (corelibs can trap on those).
-private final class Transfer: Sendable {
+/// The URLSession task behind one `courierData(for:delegate:deadline:)` call: whether its caller was cancelled and
+/// whether it has finished, so that a cancellation never reaches a task that is not running (corelibs can trap on
+/// those).
+private final class Transfer: Expirable, Sendable {
     private struct State: Sendable {
         var task: URLSessionDataTask?
         var isCancelled = false
         var isFinished = false
+        var hasExpired = false
     }
 
     private let state = Locked(State())
@@ -79,6 +132,18 @@ private final class Transfer: Sendable {
     /// Called by the completion handler before it resumes the caller.
     func finish() {
         state.withLock { $0.isFinished = true }
+    }
+
+    /// Whether the transfer was cancelled because its deadline passed.
+    var hasExpired: Bool { state.withLock { $0.hasExpired } }
+
+    func expire() {
+        let started = state.withLock { state in
+            if !state.isCancelled && !state.isFinished { state.hasExpired = true }
+            state.isCancelled = true
+            return state.task != nil
+        }
+        if started { cancelIfRunning() }
     }
 
     func cancel() {
@@ -100,19 +165,6 @@ private final class Transfer: Sendable {
     }
 }
 
-/// The configuration of a session Courier creates: on Linux, without a `URLCache`, and with whole-second timeouts.
-///
-/// corelibs reads the cache on a background queue before a task's protocol exists; a cancellation landing in that
-/// window is reported after the task left the session's registry, and the process traps. The lookup also costs about
-/// a tenth of a small request's CPU time. Apple platforms keep the configuration as given.
-func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
-    let copy = configuration.copy() as! URLSessionConfiguration
-    copy.urlCache = nil
-    copy.timeoutIntervalForRequest = transportTimeout(copy.timeoutIntervalForRequest)
-    copy.timeoutIntervalForResource = transportTimeout(copy.timeoutIntervalForResource)
-    return copy
-}
-
 /// The request a redirect should lead to.
 ///
 /// corelibs resolves a path-relative `Location` (`final`, `./final`, `../final`) against the root of the host rather
@@ -127,9 +179,6 @@ func redirectTarget(of request: URLRequest, response: HTTPURLResponse) -> URLReq
     return request
 }
 #else
-func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
-    configuration
-}
 
 func redirectTarget(of request: URLRequest, response: HTTPURLResponse) -> URLRequest {
     request

@@ -1,0 +1,50 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How a configuration's requests reach the network.
+enum Transport: Sendable {
+    /// A session Courier created (its own, or on Linux one derived from a caller's session that has no delegate),
+    /// driven by its ``SessionDelegate``: size limit while receiving, deadline, every redirect decided.
+    case driven(URLSession, SessionDelegate)
+    /// A caller's session that Courier cannot drive, because the session's own delegate receives the callbacks. The
+    /// size limit applies once the body is complete; on Apple platforms the guard is the per-task delegate.
+    case callerSession(URLSession, RedirectGuard?)
+
+    /// Redirects Courier follows itself (307/308 with a body on Linux), like URLSession's own bound.
+    static let maximumRedirects = 20
+
+    /// The session requests go out on.
+    var session: URLSession {
+        switch self {
+        case .driven(let session, _), .callerSession(let session, _): session
+        }
+    }
+
+    /// Sends `request` and returns the final response with its body.
+    ///
+    /// - Throws: `URLError` from the transfer (`.timedOut` when the deadline passed), `CancellationError`,
+    ///   ``NetworkClientError/responseTooLarge(limit:)`` or ``NetworkClientError/redirectRefused(reason:)``.
+    func send(_ request: URLRequest, limits: TransferLimits) async throws -> (Data, URLResponse) {
+        switch self {
+        case .driven(let session, let delegate):
+            var request = request
+            for _ in 0...Self.maximumRedirects {
+                switch try await delegate.send(request, on: session, limits: limits) {
+                case .response(let data, let response): return (data, response)
+                case .redirect(let next): request = next
+                }
+            }
+            throw URLError(.httpTooManyRedirects)
+        case .callerSession(let session, let redirectGuard):
+            let (data, response) = try await session.courierData(
+                for: request, delegate: redirectGuard, deadline: limits.deadline)
+            if data.count > limits.maximumResponseSize {
+                throw NetworkClientError.responseTooLarge(limit: limits.maximumResponseSize)
+            }
+            return (data, response)
+        }
+    }
+}
