@@ -92,6 +92,21 @@ struct RequestBuildingTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("An IPv6 literal base URL: a clear invalidURL on Linux (corelibs cannot send to it), the URL elsewhere")
+    func ipv6LiteralBase() throws {
+        #if canImport(FoundationNetworking)
+        #expect {
+            _ = try url(base: "http://[::1]:8080", path: "x")
+        } throws: { error in
+            guard case NetworkClientError.invalidURL(let reason) = error else { return false }
+            return reason.contains("IPv6 literal host") && reason.contains("localhost")
+        }
+        #else
+        #expect(try url(base: "http://[::1]:8080", path: "x") == "http://[::1]:8080/x")
+        #endif
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Query items keep order, encode every reserved character, and send nil values as bare names")
     func queryEncoding() throws {
         let items = [

@@ -31,6 +31,10 @@ struct BaseURL: Sendable {
         prefix = trimmed
         if url.scheme == nil || (url.host ?? "").isEmpty {
             invalidReason = "the base URL \(String(reflecting: Redaction.url(url))) has no scheme or no host"
+        } else if !supportsIPv6LiteralHosts && url.host?.contains(":") == true {
+            invalidReason =
+                "the base URL \(String(reflecting: Redaction.url(url))) has an IPv6 literal host, which URLSession "
+                + "cannot send to on Linux (it fails with badURL); use a host name, such as localhost"
         } else {
             invalidReason = nil
         }

@@ -15,6 +15,14 @@ let redirectsDropBodies = true
 let redirectsDropBodies = false
 #endif
 
+/// Whether URLSession can send to an IPv6 literal host (`http://[::1]:8080`). corelibs compares the host it reads
+/// (`::1`) with libcurl's (`[::1]`), finds them different and fails every such request with `badURL`.
+#if canImport(FoundationNetworking)
+let supportsIPv6LiteralHosts = false
+#else
+let supportsIPv6LiteralHosts = true
+#endif
+
 /// Whether Courier must enforce `timeoutIntervalForResource` itself: corelibs Foundation ignores it.
 #if canImport(FoundationNetworking)
 let enforcesResourceTimeout = true
