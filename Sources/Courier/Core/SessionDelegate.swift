@@ -124,14 +124,19 @@ final class DataTransfer: Expirable, Sendable {
 
     /// Resumes the task; `continuation` receives the outcome once the delegate reports completion.
     func start(_ continuation: CheckedContinuation<TransferResult, any Error>) {
-        let interrupted = state.withLock { state in
-            state.continuation = continuation
-            return state.interruption != nil
+        let interruption = state.withLock { state in
+            if state.interruption == nil { state.continuation = continuation }
+            return state.interruption
+        }
+        if let interruption {
+            // Cancelled before it started. The task must still run to its end for the session to let it go.
+            continuation.resume(throwing: Self.error(for: interruption, limit: limits.maximumResponseSize))
+            task.resume()
+            cancelTask()
+            return
         }
         if let deadline = limits.deadline { DeadlineMonitor.shared.add(self, deadline: deadline) }
         task.resume()
-        // Cancelled before it started: the task must still run to completion for the session to let it go.
-        if interrupted { cancelTask() }
     }
 
     /// The response head arrived; `false` if its declared length is already over the limit.
@@ -180,14 +185,25 @@ final class DataTransfer: Expirable, Sendable {
         interrupt(.timedOut)
     }
 
-    /// Ends the transfer early for `reason`, unless it already ended or was interrupted.
+    /// Ends the transfer early for `reason`, unless it already ended or was interrupted: the caller is resumed at
+    /// once, and the task is cancelled.
+    ///
+    /// The caller does not wait for the task to report its end. corelibs processes a cancellation only between two
+    /// reads from the socket, and a few megabytes of gzip inflate to gigabytes within one read: the rest is dropped
+    /// as it arrives, and the task ends in the background.
     func interrupt(_ reason: Interruption) {
-        let started = state.withLock { state -> Bool in
-            guard state.interruption == nil && !state.isComplete else { return false }
+        let continuation = state.withLock { state -> CheckedContinuation<TransferResult, any Error>?? in
+            guard state.interruption == nil && !state.isComplete else { return nil }
             state.interruption = reason
-            return state.continuation != nil
+            state.body = Data()
+            defer { state.continuation = nil }
+            return .some(state.continuation)
         }
-        if started { cancelTask() }
+        guard let continuation else { return }  // Already ended or interrupted.
+        guard let continuation else { return }  // Not started: `start` cancels the task.
+        if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
+        continuation.resume(throwing: Self.error(for: reason, limit: limits.maximumResponseSize))
+        cancelTask()
     }
 
     /// `URLSessionTask.cancel()` waits for the session's work queue, so it never runs on the caller's thread, where a
@@ -207,17 +223,20 @@ final class DataTransfer: Expirable, Sendable {
         continuation?.resume(with: outcome)
     }
 
+    private static func error(for interruption: Interruption, limit: Int) -> any Error {
+        switch interruption {
+        case .cancelled: return CancellationError()
+        case .tooLarge: return NetworkClientError.responseTooLarge(limit: limit)
+        case .timedOut:
+            let reason = "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
+            return URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason])
+        }
+    }
+
     private static func outcome(
         of state: inout State, error: (any Error)?, limit: Int
     ) -> Result<TransferResult, any Error> {
-        switch state.interruption {
-        case .cancelled: return .failure(CancellationError())
-        case .tooLarge: return .failure(NetworkClientError.responseTooLarge(limit: limit))
-        case .timedOut:
-            let reason = "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
-            return .failure(URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason]))
-        case nil: break
-        }
+        if let interruption = state.interruption { return .failure(Self.error(for: interruption, limit: limit)) }
         if let error { return .failure(error) }
         if let refusal = state.refusal { return .failure(NetworkClientError.redirectRefused(reason: refusal)) }
         if let followUp = state.followUp { return .success(.redirect(followUp)) }
