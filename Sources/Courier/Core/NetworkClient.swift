@@ -42,24 +42,39 @@ public final class NetworkClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
         let settings = configuration.currentSettings
-        let request = try await intercepted(networkRequest.makeURLRequest(configuration: configuration), settings)
+        let prepared = try networkRequest.prepare(configuration: configuration)
+        defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
+        let request = try await intercepted(prepared.urlRequest, settings)
         // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
         try Task.checkCancellation()
-        let limits = TransferLimits(
-            maximumResponseSize: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
-            deadline: deadline(totalTimeout: networkRequest.totalTimeout))
-        let (data, response) = try await send(request, limits: limits)
+        let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
+        let transfer = TransferRequest(
+            urlRequest: request, uploadFile: prepared.uploadFile,
+            download: ResponseModel.self == DownloadedFile.self
+                ? DownloadTarget(destination: networkRequest.downloadDestination, acceptableStatusCodes: accepted)
+                : nil,
+            limits: TransferLimits(
+                maximumResponseSize: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
+                deadline: deadline(totalTimeout: networkRequest.totalTimeout)),
+            onProgress: networkRequest.onProgress)
+        let received = try await send(transfer)
+        let (data, response) = (received.data, received.response)
         guard let httpResponse = response as? HTTPURLResponse else {
             throw NetworkClientError.invalidResponse(response)
         }
-        let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
         guard accepted?.contains(httpResponse.statusCode) ?? (200..<300).contains(httpResponse.statusCode) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: httpResponse.statusCode, response: Redaction.response(httpResponse), data: data)
         }
+        if let file = received.file { return NetworkResponse(value: file as! ResponseModel, response: response) }
         let value = try Self.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
         return NetworkResponse(value: value, response: response, data: data)
+    }
+
+    /// Removes a temporary file Courier made.
+    private static func remove(_ file: URL) {
+        try? FileManager.default.removeItem(at: file)
     }
 
     private func intercepted(
@@ -90,15 +105,15 @@ public final class NetworkClient: NetworkClientProtocol {
         return .now() + seconds
     }
 
-    private func send(_ request: URLRequest, limits: TransferLimits) async throws -> (Data, URLResponse) {
+    private func send(_ request: TransferRequest) async throws -> ReceivedResponse {
         do {
-            return try await configuration.transport.send(request, limits: limits)
+            return try await configuration.transport.send(request)
         } catch let error as NetworkClientError {
             throw error
         } catch {
             if Task.isCancelled || error is CancellationError { throw CancellationError() }
             // Redacted here, once: URLError's user info carries the full URL, password and query included.
-            throw NetworkClientError.transportFailed(Redaction.urlError(error, url: request.url))
+            throw NetworkClientError.transportFailed(Redaction.urlError(error, url: request.urlRequest.url))
         }
     }
 

@@ -40,6 +40,9 @@ public enum NetworkClientError: Error, Sendable {
     /// The server redirected to a place Courier will not follow: a `Location` whose scheme is not `http` or `https`,
     /// or a 307/308 redirect of a request whose body cannot be sent again. The request was sent; the redirect was not.
     case redirectRefused(reason: String)
+    /// A file the request needs cannot be used: a ``FileUpload`` or ``MultipartFormData`` file that does not exist
+    /// or cannot be read (nothing was sent), or a download that cannot be moved to its destination.
+    case fileAccessFailed(url: URL, reason: String)
 }
 
 extension NetworkClientError: LocalizedError, CustomStringConvertible {
@@ -76,9 +79,12 @@ extension NetworkClientError: LocalizedError, CustomStringConvertible {
             if data.isEmpty { return "The response could not be decoded: the body is empty." }
             return "The response could not be decoded (body of \(data.count) bytes): \(Redaction.describe(underlying))."
         case .responseTooLarge(let limit):
-            return "The response body is larger than the limit of \(limit) bytes (maximumResponseSize); the transfer was stopped."
+            return
+                "The response body is larger than the limit of \(limit) bytes (maximumResponseSize); the transfer was stopped."
         case .redirectRefused(let reason):
             return "The redirect was not followed: \(reason)."
+        case .fileAccessFailed(let url, let reason):
+            return "The file \(String(reflecting: url.path)) cannot be used: \(reason)."
         }
     }
 

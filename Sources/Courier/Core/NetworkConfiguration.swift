@@ -135,7 +135,8 @@ public final class NetworkConfiguration: Sendable {
         let requestTimeout = transportTimeout(configuration.timeoutIntervalForRequest, fallback: 60)
         self.requestTimeout = requestTimeout == configuration.timeoutIntervalForRequest ? nil : requestTimeout
         self.resourceTimeout =
-            enforcesResourceTimeout ? transportTimeout(configuration.timeoutIntervalForResource, fallback: 604_800) : nil
+            enforcesResourceTimeout
+            ? transportTimeout(configuration.timeoutIntervalForResource, fallback: 604_800) : nil
         self.ownedSession = nil
         #if canImport(FoundationNetworking)
         self.transport = .callerSession(session, nil)
@@ -175,7 +176,8 @@ public final class NetworkConfiguration: Sendable {
         sensitiveHeaders: Set<String> = []
     ) {
         let sensitiveHeaders = Self.normalized(sensitiveHeaders)
-        let (transport, resourceTimeout) = Self.drivenTransport(sessionConfiguration, sensitiveHeaders: sensitiveHeaders)
+        let (transport, resourceTimeout) = Self.drivenTransport(
+            sessionConfiguration, sensitiveHeaders: sensitiveHeaders)
         self.transport = transport
         self.session = transport.session
         self.ownedSession = transport.session

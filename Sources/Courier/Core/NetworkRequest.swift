@@ -67,9 +67,10 @@ public struct VoidResponse: Decodable, Hashable, Sendable {
 /// let posts = try await client.run(request).value
 /// ```
 ///
-/// - `RequestModel` is JSON-encoded as the body; `Data` is sent as is and ``VoidRequest`` sends nothing.
-/// - `ResponseModel` is JSON-decoded from a 2xx body; `Data` returns the raw body, `String` decodes UTF-8 and
-///   ``VoidResponse`` skips decoding.
+/// - `RequestModel` is JSON-encoded as the body; `Data` is sent as is, ``VoidRequest`` sends nothing,
+///   ``FileUpload`` streams a file and ``MultipartFormData`` sends a `multipart/form-data` form.
+/// - `ResponseModel` is JSON-decoded from a 2xx body; `Data` returns the raw body, `String` decodes UTF-8,
+///   ``VoidResponse`` skips decoding and ``DownloadedFile`` streams the body to a file.
 public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: Decodable & Sendable>: Sendable {
     /// The path appended to the base URL with exactly one `/` between them; `nil` or empty means the base URL itself.
     ///
@@ -116,6 +117,15 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``. For example
     /// `Set(200..<300).union([304])` to read a `304 Not Modified` as success (with ``VoidResponse`` or `Data`).
     public let acceptableStatusCodes: Set<Int>?
+    /// Where a ``DownloadedFile`` response is moved: the file to create (replacing one already there, creating the
+    /// folders); `nil` (the default) puts it in a new folder under the user's caches directory. Ignored by other
+    /// response types.
+    public let downloadDestination: URL?
+    /// Called with the bytes sent and received as the transfer goes, on a background queue; `nil` by default.
+    /// Reported by sessions Courier drives (see ``NetworkConfiguration``) on every platform, Linux included; a
+    /// caller's session with its own delegate reports nothing. ``DeduplicatingClient`` calls only the handler of the
+    /// request that started a shared call.
+    public let onProgress: (@Sendable (TransferProgress) -> Void)?
 
     /// Creates a request.
     /// - Parameters:
@@ -132,6 +142,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     ///   - totalTimeout: A limit in seconds on the whole request; `nil` by default (the session's resource timeout).
     ///   - maximumResponseSize: The largest body accepted, in bytes; `nil` by default (the configuration's).
     ///   - acceptableStatusCodes: The statuses that count as success; `nil` by default (the configuration's).
+    ///   - downloadDestination: Where a ``DownloadedFile`` goes; `nil` by default (the caches directory).
+    ///   - onProgress: A progress handler; `nil` by default.
     public init(
         path: String? = nil,
         method: HTTPMethod,
@@ -145,7 +157,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         timeoutInterval: TimeInterval? = nil,
         totalTimeout: TimeInterval? = nil,
         maximumResponseSize: Int? = nil,
-        acceptableStatusCodes: Set<Int>? = nil
+        acceptableStatusCodes: Set<Int>? = nil,
+        downloadDestination: URL? = nil,
+        onProgress: (@Sendable (TransferProgress) -> Void)? = nil
     ) {
         self.path = path
         self.method = method
@@ -160,5 +174,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         self.totalTimeout = totalTimeout
         self.maximumResponseSize = maximumResponseSize
         self.acceptableStatusCodes = acceptableStatusCodes
+        self.downloadDestination = downloadDestination
+        self.onProgress = onProgress
     }
 }

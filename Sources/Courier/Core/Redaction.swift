@@ -47,7 +47,8 @@ enum Redaction {
         if var detail = urlError?.userInfo[NSLocalizedDescriptionKey] as? String {
             if detail == "Out of memory" {
                 // What libcurl reports when a response header line is over its 100 KB limit.
-                detail = "libcurl gave up with \"Out of memory\", usually a response header larger than its 100 KB limit"
+                detail =
+                    "libcurl gave up with \"Out of memory\", usually a response header larger than its 100 KB limit"
             }
             userInfo[NSLocalizedDescriptionKey] = detail
         }
@@ -63,7 +64,8 @@ enum Redaction {
         let fields = response.allHeaderFields.reduce(into: [String: String]()) { fields, field in
             if let name = field.key as? String, let value = field.value as? String { fields[name] = value }
         }
-        return HTTPURLResponse(url: redacted, statusCode: response.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
+        return HTTPURLResponse(
+            url: redacted, statusCode: response.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
             ?? response
     }
 

@@ -39,12 +39,14 @@ final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
         let location = response.value(forHTTPHeaderField: "Location").flatMap { URL(string: $0) }
         for scheme in [location?.scheme, proposed.url?.scheme].compactMap({ $0?.lowercased() })
         where scheme != "http" && scheme != "https" {
-            return .refuse("the server redirected to a \(String(reflecting: scheme)) URL; only http and https are followed")
+            return .refuse(
+                "the server redirected to a \(String(reflecting: scheme)) URL; only http and https are followed")
         }
         var next = guarded(redirectTarget(of: proposed, response: response), redirectedFrom: sent?.url ?? response.url)
         guard response.statusCode == 307 || response.statusCode == 308, let sent else { return .follow(next) }
         if sent.httpBodyStream != nil {
-            return .refuse("a \(response.statusCode) redirect must resend the body, and a streamed body cannot be sent again")
+            return .refuse(
+                "a \(response.statusCode) redirect must resend the body, and a streamed body cannot be sent again")
         }
         guard let body = sent.httpBody, !body.isEmpty, redirectsDropBodies else { return .follow(next) }
         next.httpMethod = sent.httpMethod

@@ -210,16 +210,35 @@ enum HeaderValidation {
 
     /// The fields that frame the message: Courier and URLSession own them, and a caller's value would make the
     /// server read another request than the one sent (a GET with `Content-Length: 5` waits for 5 bytes).
-    private static let framingFields: Set<String> = ["content-length", "transfer-encoding", "host", "connection", "upgrade"]
+    private static let framingFields: Set<String> = [
+        "content-length", "transfer-encoding", "host", "connection", "upgrade",
+    ]
 
     static func validate(_ fields: [String: String]) throws(NetworkClientError) {
         for (name, value) in fields { try validate(name: name, value: value) }
     }
 }
 
+/// A `URLRequest` and, for a body sent from a file, the file.
+struct PreparedRequest {
+    var urlRequest: URLRequest
+    /// The file the body is streamed from: a ``FileUpload``'s, or a staged ``MultipartFormData``.
+    var uploadFile: URL?
+    /// Whether `uploadFile` is a temporary file Courier made, to remove once the request ended.
+    var uploadFileIsStaged = false
+}
+
 extension NetworkRequest {
     /// The `URLRequest` this request stands for under `configuration`, before the interceptors run.
     func makeURLRequest(configuration: NetworkConfiguration) throws(NetworkClientError) -> URLRequest {
+        let prepared = try prepare(configuration: configuration)
+        if prepared.uploadFileIsStaged, let file = prepared.uploadFile { try? FileManager.default.removeItem(at: file) }
+        return prepared.urlRequest
+    }
+
+    /// The `URLRequest` this request stands for under `configuration`, before the interceptors run, and the file its
+    /// body comes from, if any. A staged file is the caller's to remove.
+    func prepare(configuration: NetworkConfiguration) throws(NetworkClientError) -> PreparedRequest {
         let base = baseURL.map(BaseURL.init) ?? configuration.base
         var request = URLRequest(url: try base.appending(path: path, queryItems: queryItems))
         // GET is URLRequest's default, and corelibs re-validates the method on every assignment.
@@ -237,13 +256,20 @@ extension NetworkRequest {
             throw .invalidRequest(reason: "the total timeout \(totalTimeout) is not a positive number")
         }
 
+        // Checked before the body is encoded: nothing may throw once a multipart body is staged in a file.
+        if let additionalHeaders { try HeaderValidation.validate(additionalHeaders) }
         let (body, contentType) = try encodedBody(configuration: configuration)
-        request.httpBody = body
+        var prepared = PreparedRequest(urlRequest: request)
+        switch body {
+        case .data(let data): prepared.urlRequest.httpBody = data
+        case .file(let file): prepared.uploadFile = file
+        case .stagedFile(let file): (prepared.uploadFile, prepared.uploadFileIsStaged) = (file, true)
+        case nil: break
+        }
         // Assigned once: corelibs rebuilds its header storage on every `setValue`.
         var headers = ["Accept": "application/json"]
         if let contentType { headers["Content-Type"] = contentType }
         if let additionalHeaders {
-            try HeaderValidation.validate(additionalHeaders)
             for (name, value) in additionalHeaders {
                 // The caller's spelling of a default field replaces Courier's.
                 if name != "Accept" && name.utf8.count == 6 && name.lowercased() == "accept" {
@@ -254,24 +280,41 @@ extension NetworkRequest {
                 headers[name] = value
             }
         }
-        request.allHTTPHeaderFields = headers
-        return request
+        prepared.urlRequest.allHTTPHeaderFields = headers
+        return prepared
     }
 
-    /// The body bytes and their content type: a form, `Data` as is, JSON, or nothing.
-    private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (Data?, String?) {
+    /// Where a body comes from.
+    private enum Body {
+        case data(Data)
+        case file(URL)
+        case stagedFile(URL)
+    }
+
+    /// The body and its content type: a form, `Data` as is, a file, a multipart form, JSON, or nothing.
+    private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (Body?, String?) {
         if let formItems {
             guard body == nil else {
                 throw .invalidRequest(reason: "both formItems and body are set; a request has one body")
             }
-            return (FormEncoding.body(formItems), "application/x-www-form-urlencoded")
+            return (.data(FormEncoding.body(formItems)), "application/x-www-form-urlencoded")
         }
         guard let body, RequestModel.self != VoidRequest.self else { return (nil, nil) }
         if RequestModel.self == Data.self, let data = body as? Data {
-            return (data, "application/octet-stream")
+            return (.data(data), "application/octet-stream")
+        }
+        if let upload = body as? FileUpload {
+            _ = try FileCheck.readableSize(of: upload.url)
+            return (.file(upload.url), upload.effectiveContentType)
+        }
+        if let form = body as? MultipartFormData {
+            switch try form.encoded() {
+            case .data(let data, let contentType): return (.data(data), contentType)
+            case .file(let file, let contentType): return (.stagedFile(file), contentType)
+            }
         }
         do {
-            return (try (encoder ?? configuration.defaultEncoder).encode(body), "application/json")
+            return (.data(try (encoder ?? configuration.defaultEncoder).encode(body)), "application/json")
         } catch {
             throw .encodingFailed(underlying: error)
         }

@@ -23,28 +23,28 @@ enum Transport: Sendable {
         }
     }
 
-    /// Sends `request` and returns the final response with its body.
+    /// Sends `request` and returns the final response with its body (or file).
     ///
     /// - Throws: `URLError` from the transfer (`.timedOut` when the deadline passed), `CancellationError`,
-    ///   ``NetworkClientError/responseTooLarge(limit:)`` or ``NetworkClientError/redirectRefused(reason:)``.
-    func send(_ request: URLRequest, limits: TransferLimits) async throws -> (Data, URLResponse) {
+    ///   ``NetworkClientError/responseTooLarge(limit:)``, ``NetworkClientError/redirectRefused(reason:)`` or
+    ///   ``NetworkClientError/fileAccessFailed(url:reason:)``.
+    func send(_ request: TransferRequest) async throws -> ReceivedResponse {
         switch self {
         case .driven(let session, let delegate):
             var request = request
             for _ in 0...Self.maximumRedirects {
-                switch try await delegate.send(request, on: session, limits: limits) {
-                case .response(let data, let response): return (data, response)
-                case .redirect(let next): request = next
+                switch try await delegate.send(request, on: session) {
+                case .response(let received): return received
+                case .redirect(let next): request.urlRequest = next
                 }
             }
             throw URLError(.httpTooManyRedirects)
         case .callerSession(let session, let redirectGuard):
-            let (data, response) = try await session.courierData(
-                for: request, delegate: redirectGuard, deadline: limits.deadline)
-            if data.count > limits.maximumResponseSize {
-                throw NetworkClientError.responseTooLarge(limit: limits.maximumResponseSize)
+            let received = try await session.courierTransfer(request, delegate: redirectGuard)
+            if received.data.count > request.limits.maximumResponseSize {
+                throw NetworkClientError.responseTooLarge(limit: request.limits.maximumResponseSize)
             }
-            return (data, response)
+            return received
         }
     }
 }

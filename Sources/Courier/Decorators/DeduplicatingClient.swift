@@ -168,6 +168,7 @@ struct RequestKey: Hashable, Sendable {
         let totalTimeoutBits: UInt64?
         let maximumResponseSize: Int?
         let acceptableStatusCodes: Set<Int>?
+        let downloadDestination: URL?
         let requestType: ObjectIdentifier
         let responseType: ObjectIdentifier
         /// The request's own coders, by identity: another decoder may turn the same bytes into another value.
@@ -203,6 +204,7 @@ struct RequestKey: Hashable, Sendable {
             formItems: request.formItems, headers: request.additionalHeaders, body: body,
             timeoutBits: request.timeoutInterval?.bitPattern, totalTimeoutBits: request.totalTimeout?.bitPattern,
             maximumResponseSize: request.maximumResponseSize, acceptableStatusCodes: request.acceptableStatusCodes,
+            downloadDestination: request.downloadDestination,
             requestType: ObjectIdentifier(RequestModel.self),
             responseType: ObjectIdentifier(ResponseModel.self), decoder: request.decoder.map(ObjectIdentifier.init),
             encoder: request.encoder.map(ObjectIdentifier.init))

@@ -61,34 +61,52 @@ func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLS
 }
 
 extension URLSession {
-    /// Loads `request` on a session Courier does not drive (a caller's session with a delegate of its own), cancelling
-    /// the transfer when the calling task is cancelled or `deadline` passes.
+    /// Runs `request` on a session Courier does not drive (a caller's session with a delegate of its own, or any
+    /// caller's session on Apple platforms), cancelling the transfer when the calling task is cancelled or the
+    /// deadline passes.
     ///
-    /// On Apple platforms this is `data(for:delegate:)`. On Linux, corelibs' own `data(for:)` can deadlock when the
-    /// calling task is cancelled just as the transfer completes: its cancellation handler blocks on the session's work
-    /// queue while holding the task's status lock, and the work queue resumes the continuation inline, which needs
-    /// that lock. Courier's bridge is delivered on the delegate queue instead, and cancels off the handler's thread.
-    func courierData(
-        for request: URLRequest, delegate: (any URLSessionTaskDelegate)?, deadline: DispatchTime?
-    ) async throws -> (Data, URLResponse) {
+    /// On Apple platforms this is `data(for:delegate:)`, `upload(for:fromFile:delegate:)` or
+    /// `download(for:delegate:)`. On Linux, corelibs' own async methods can deadlock when the calling task is
+    /// cancelled just as the transfer completes: their cancellation handler blocks on the session's work queue while
+    /// holding the task's status lock, and the work queue resumes the continuation inline, which needs that lock.
+    /// Courier's bridge is delivered on the delegate queue instead, and cancels off the handler's thread.
+    func courierTransfer(
+        _ request: TransferRequest, delegate: (any URLSessionTaskDelegate)?
+    ) async throws -> ReceivedResponse {
         #if canImport(FoundationNetworking)
         let transfer = Transfer()
+        let deadline = request.limits.deadline
         if let deadline { DeadlineMonitor.shared.add(transfer, deadline: deadline) }
         defer { if deadline != nil { DeadlineMonitor.shared.remove(transfer) } }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let task = dataTask(with: request) { data, response, error in
+                let finish: @Sendable (Result<ReceivedResponse, any Error>) -> Void = { result in
                     transfer.finish()
                     if transfer.hasExpired {
                         let reason = "the request took longer than its total timeout"
-                        continuation.resume(throwing: URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason]))
-                    } else if let error {
-                        continuation.resume(throwing: error)
-                    } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
+                        continuation.resume(
+                            throwing: URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason]))
                     } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
+                        continuation.resume(with: result)
                     }
+                }
+                let received: @Sendable (Data?, URLResponse?, (any Error)?) -> Void = { data, response, error in
+                    if let error { return finish(.failure(error)) }
+                    guard let response else { return finish(.failure(URLError(.badServerResponse))) }
+                    finish(.success(ReceivedResponse(data: data ?? Data(), response: response)))
+                }
+                let task: URLSessionTask
+                if let file = request.uploadFile {
+                    task = uploadTask(with: request.urlRequest, fromFile: file, completionHandler: received)
+                } else if let download = request.download {
+                    let limit = request.limits.maximumResponseSize
+                    task = downloadTask(with: request.urlRequest) { location, response, error in
+                        if let error { return finish(.failure(error)) }
+                        guard let location, let response else { return finish(.failure(URLError(.badServerResponse))) }
+                        finish(download.take(location, response: response, bodyLimit: limit).mapError { $0 })
+                    }
+                } else {
+                    task = dataTask(with: request.urlRequest, completionHandler: received)
                 }
                 transfer.start(task)
             }
@@ -96,13 +114,29 @@ extension URLSession {
             transfer.cancel()
         }
         #else
-        guard let deadline else { return try await data(for: request, delegate: delegate) }
+        let limit = request.limits.maximumResponseSize
+        let work: @Sendable () async throws -> ReceivedResponse = {
+            if let file = request.uploadFile {
+                let (data, response) = try await self.upload(
+                    for: request.urlRequest, fromFile: file, delegate: delegate)
+                return ReceivedResponse(data: data, response: response)
+            }
+            if let download = request.download {
+                let (location, response) = try await self.download(for: request.urlRequest, delegate: delegate)
+                return try download.take(location, response: response, bodyLimit: limit).get()
+            }
+            let (data, response) = try await self.data(for: request.urlRequest, delegate: delegate)
+            return ReceivedResponse(data: data, response: response)
+        }
+        guard let deadline = request.limits.deadline else { return try await work() }
         // Apple platforms enforce the session's resource timeout; a request's own total timeout races the transfer.
-        return try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
-            group.addTask { try await self.data(for: request, delegate: delegate) }
+        return try await withThrowingTaskGroup(of: ReceivedResponse?.self) { group in
+            group.addTask { try await work() }
             group.addTask {
                 let now = DispatchTime.now()
-                if deadline > now { try await Task.sleep(nanoseconds: deadline.uptimeNanoseconds - now.uptimeNanoseconds) }
+                if deadline > now {
+                    try await Task.sleep(nanoseconds: deadline.uptimeNanoseconds - now.uptimeNanoseconds)
+                }
                 return nil
             }
             defer { group.cancelAll() }
@@ -114,12 +148,12 @@ extension URLSession {
 }
 
 #if canImport(FoundationNetworking)
-/// The URLSession task behind one `courierData(for:delegate:deadline:)` call: whether its caller was cancelled and
+/// The URLSession task behind one `courierTransfer(_:delegate:)` call: whether its caller was cancelled and
 /// whether it has finished, so that a cancellation never reaches a task that is not running (corelibs can trap on
 /// those).
 private final class Transfer: Expirable, Sendable {
     private struct State: Sendable {
-        var task: URLSessionDataTask?
+        var task: URLSessionTask?
         var isCancelled = false
         var isFinished = false
         var hasExpired = false
@@ -128,7 +162,7 @@ private final class Transfer: Expirable, Sendable {
     private let state = Locked(State())
 
     /// Resumes `task`, then publishes it to `cancel()`, so a cancellation never reaches a task not yet resumed.
-    func start(_ task: URLSessionDataTask) {
+    func start(_ task: URLSessionTask) {
         task.resume()
         let isCancelled = state.withLock { state in
             state.task = task

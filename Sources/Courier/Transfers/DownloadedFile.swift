@@ -1,0 +1,84 @@
+import Foundation
+
+/// The response model of a ``NetworkRequest`` whose body is streamed to a file, never held in memory:
+/// `NetworkRequest<VoidRequest, DownloadedFile>(path: "/video.mp4", method: .get)`.
+///
+/// The file belongs to the caller: Courier moves it out of URLSession's temporary place to the request's
+/// ``NetworkRequest/downloadDestination``, or by default to a new folder under the user's caches directory
+/// (`Courier Downloads/<UUID>/<the server's file name>`), and never deletes it. A response whose status is not
+/// acceptable leaves no file behind: it throws ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``
+/// with the body (up to ``NetworkConfiguration/maximumResponseSize``) as `data`. Downloads are not subject to the
+/// size limit.
+public struct DownloadedFile: Decodable, Hashable, Sendable {
+    /// Where the file is.
+    public let url: URL
+    /// Its size in bytes.
+    public let byteCount: Int64
+    /// The response's `Content-Type`, if it had one.
+    public let contentType: String?
+
+    /// Creates a description of a downloaded file, for example in a test double.
+    /// - Parameters:
+    ///   - url: Where the file is.
+    ///   - byteCount: Its size in bytes.
+    ///   - contentType: The response's `Content-Type`; `nil` by default.
+    public init(url: URL, byteCount: Int64, contentType: String? = nil) {
+        self.url = url
+        self.byteCount = byteCount
+        self.contentType = contentType
+    }
+}
+
+/// Where a download goes and which statuses count as success.
+struct DownloadTarget: Sendable {
+    /// The file to create, or `nil` for the default place.
+    let destination: URL?
+    /// The statuses whose body is the file; other bodies are kept in memory as the error's data.
+    let acceptableStatusCodes: Set<Int>?
+
+    func accepts(_ status: Int) -> Bool {
+        acceptableStatusCodes?.contains(status) ?? (200..<300).contains(status)
+    }
+
+    /// Takes the file URLSession wrote at `location`: for an acceptable status, moves it to the destination; for
+    /// another, reads its first `bodyLimit` bytes as the error's body. `location` is gone afterwards either way.
+    func take(_ location: URL, response: URLResponse, bodyLimit: Int) -> Result<ReceivedResponse, NetworkClientError> {
+        defer { try? FileManager.default.removeItem(at: location) }  // Already moved, unless something failed.
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard accepts(status) else {
+            let handle = try? FileHandle(forReadingFrom: location)
+            let body = (try? handle?.read(upToCount: bodyLimit)) ?? Data()
+            try? handle?.close()
+            return .success(ReceivedResponse(data: body, response: response, file: nil))
+        }
+        do {
+            return .success(
+                ReceivedResponse(data: Data(), response: response, file: try move(location, response: response)))
+        } catch {
+            let reason = "the download cannot be moved there: \(error.localizedDescription)"
+            return .failure(.fileAccessFailed(url: destination ?? Self.defaultDestination(response), reason: reason))
+        }
+    }
+
+    /// Moves the file URLSession wrote at `location` to the destination, replacing a file already there.
+    private func move(_ location: URL, response: URLResponse) throws -> DownloadedFile {
+        let fileManager = FileManager.default
+        let target = destination ?? Self.defaultDestination(response)
+        try fileManager.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if fileManager.fileExists(atPath: target.path) { try fileManager.removeItem(at: target) }
+        try fileManager.moveItem(at: location, to: target)
+        let size = (try fileManager.attributesOfItem(atPath: target.path)[.size] as? NSNumber)?.int64Value ?? 0
+        let contentType = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")
+        return DownloadedFile(url: target, byteCount: size, contentType: contentType)
+    }
+
+    /// `<caches>/Courier Downloads/<UUID>/<suggested file name>`.
+    static func defaultDestination(_ response: URLResponse) -> URL {
+        let caches =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        let name = response.suggestedFilename.flatMap { $0.isEmpty ? nil : $0 } ?? "download"
+        return caches.appendingPathComponent("Courier Downloads", isDirectory: true)
+            .appendingPathComponent(UUID().uuidString, isDirectory: true).appendingPathComponent(name)
+    }
+}

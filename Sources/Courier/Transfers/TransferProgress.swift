@@ -1,0 +1,30 @@
+/// How far a transfer has come: bytes sent and received, with the totals when they are known.
+///
+/// Delivered to ``NetworkRequest/onProgress`` on a background queue, in order. The counts never decrease, and the
+/// last report of a transfer that succeeded has `bytesReceived` equal to the body's size (for a download, the file's).
+public struct TransferProgress: Hashable, Sendable {
+    /// The body bytes sent so far.
+    public var bytesSent: Int64
+    /// The size of the body to send, or `nil` when unknown (no body: `0`).
+    public var totalBytesExpectedToSend: Int64?
+    /// The response body bytes received so far, after decompression.
+    public var bytesReceived: Int64
+    /// The response's declared length, or `nil` when the server declared none (chunked, or compressed: the declared
+    /// length then counts compressed bytes, and `bytesReceived` decompressed ones).
+    public var totalBytesExpectedToReceive: Int64?
+
+    /// Creates a progress report.
+    /// - Parameters:
+    ///   - bytesSent: Body bytes sent so far.
+    ///   - totalBytesExpectedToSend: The body's size, or `nil` when unknown.
+    ///   - bytesReceived: Response bytes received so far.
+    ///   - totalBytesExpectedToReceive: The response's declared length, or `nil` when unknown.
+    public init(
+        bytesSent: Int64, totalBytesExpectedToSend: Int64?, bytesReceived: Int64, totalBytesExpectedToReceive: Int64?
+    ) {
+        self.bytesSent = bytesSent
+        self.totalBytesExpectedToSend = totalBytesExpectedToSend
+        self.bytesReceived = bytesReceived
+        self.totalBytesExpectedToReceive = totalBytesExpectedToReceive
+    }
+}
