@@ -21,14 +21,28 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     /// Sends `request` on `session` (whose delegate is `self`) and collects the response.
     func send(_ request: TransferRequest, on session: URLSession) async throws -> TransferResult {
         let task: URLSessionTask
+        // The transfer, for a completion handler created before it.
+        let created = Locked<DrivenTransfer?>(nil)
         if let file = request.uploadFile {
             task = session.uploadTask(with: request.urlRequest, fromFile: file)
+        } else if request.download != nil && request.onProgress == nil {
+            // Without progress to report, a completion handler: corelibs then writes the file through one handle,
+            // where a delegate-driven download task reopens it for every 16 KB piece and queues a callback for each
+            // (200 MB over loopback: 1.5x raw URLSession's wall time, peaks up to 78 MB, against 1.0x and 37 MB).
+            // Redirects still reach this delegate, the session's.
+            task = session.downloadTask(with: request.urlRequest) { [weak self] location, response, error in
+                guard let transfer = created.withLock({ $0 }) else { return }
+                self?.transfers.withLock { _ = $0.removeValue(forKey: transfer.task.taskIdentifier) }
+                if let location { transfer.downloaded(to: location, response: response) }
+                transfer.complete(error: error)
+            }
         } else if request.download != nil {
             task = session.downloadTask(with: request.urlRequest)
         } else {
             task = session.dataTask(with: request.urlRequest)
         }
         let transfer = DrivenTransfer(task: task, request: request)
+        created.withLock { $0 = transfer }
         transfers.withLock { $0[task.taskIdentifier] = transfer }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
