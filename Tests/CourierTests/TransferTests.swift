@@ -4,7 +4,7 @@ import LoopbackHTTPServer
 import Testing
 
 /// File uploads, multipart forms and downloads to disk, through a real URLSession against the loopback server.
-@Suite("Transfers")
+@Suite("Transfers", .serialized)
 struct TransferTests {
     /// A fresh, empty folder for one test's files.
     private static func scratchFolder() throws -> URL {
@@ -101,7 +101,7 @@ struct TransferTests {
         #expect(parts[4].filename == "pho%22to\u{00E9}.bin" && parts[4].contentType == "image/x-test")
         #expect(parts[4].body == Data([0, 1, 2, 255]))
         if staged {
-            // A staged body leaves no temporary file behind (this is the only test that stages one).
+            // A staged body leaves no temporary file behind (tests that stage one run one after the other).
             let leftovers = try FileManager.default.contentsOfDirectory(
                 atPath: FileManager.default.temporaryDirectory.path)
             #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
@@ -173,6 +173,38 @@ struct TransferTests {
         await #expect(throws: CancellationError.self) { try await call.value }
         try await Task.sleep(for: .milliseconds(200))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Cancelling mid-upload stops the transfer, the server never gets a whole request, no staged file remains")
+    func cancelledUpload() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("big.bin")
+        try Data(count: 200 << 20).write(to: file)
+        let gate = Gate()
+        defer { gate.open() }
+        // The server holds the request once its head arrived, so the client cannot finish sending the body.
+        let server = try gatedServer(gate, answering: .respond(status: 204))
+        var form = MultipartFormData()
+        form.append(fileAt: file, name: "file")
+        let client = server.client()
+        let reports = Locked<[TransferProgress]>([])
+        let call = Task {
+            try await client.run(
+                NetworkRequest<MultipartFormData, VoidResponse>(
+                    method: .post, body: form, onProgress: { progress in reports.withLock { $0.append(progress) } }))
+        }
+        // Wait until the upload is under way, then cancel it.
+        for _ in 0..<200 where reports.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        let sent = reports.withLock { $0 }.last?.bytesSent ?? 0
+        #expect(sent < 200 << 20, "the upload was stopped before the whole body went out")
+        #expect(server.recordedRequests.isEmpty)
+        try await Task.sleep(for: .milliseconds(100))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+        #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
