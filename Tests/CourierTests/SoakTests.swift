@@ -63,7 +63,9 @@ struct SoakTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("20,000 requests, about 10% cancelled mid-flight, through the plain client and the decorators")
     func soak() async throws {
-        try await Self.soak(cancelling: 0.1, seed: InputEncodingTests.seed(default: 0x50AC_0001))
+        try await MemoryHeavyTests.exclusively {
+            try await Self.soak(cancelling: 0.1, seed: InputEncodingTests.seed(default: 0x50AC_0001))
+        }
     }
 
     /// Runs the warm-up and the 20,000 calls, cancelling the given share of them 0 to 2 ms after they start.

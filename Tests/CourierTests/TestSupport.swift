@@ -126,3 +126,36 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
     }
     return true
 }
+
+/// Runs tests that move hundreds of megabytes one at a time, and never beside the soak test, whose resident-memory
+/// figure must be its own: suites run in parallel, and a 200 MB upload in another test would read as a leak.
+actor MemoryHeavyTests {
+    private static let shared = MemoryHeavyTests()
+    private var isBusy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` once no other memory-heavy test is running.
+    static func exclusively<Result: Sendable>(_ body: () async throws -> Result) async rethrows -> Result {
+        await shared.acquire()
+        do {
+            let result = try await body()
+            await shared.release()
+            return result
+        } catch {
+            await shared.release()
+            throw error
+        }
+    }
+
+    private func acquire() async {
+        guard isBusy else {
+            isBusy = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    private func release() {
+        if waiters.isEmpty { isBusy = false } else { waiters.removeFirst().resume() }
+    }
+}

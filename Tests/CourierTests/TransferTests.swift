@@ -1,7 +1,8 @@
-import Courier
 import Foundation
 import LoopbackHTTPServer
 import Testing
+
+@testable import Courier
 
 /// File uploads, multipart forms and downloads to disk, through a real URLSession against the loopback server.
 @Suite("Transfers", .serialized)
@@ -16,7 +17,7 @@ struct TransferTests {
 
     /// Bytes that are not all alike, so that a shifted or truncated copy cannot compare equal.
     private static func pattern(_ count: Int, seed: UInt8 = 7) -> Data {
-        var generator = SplitMix(seed: UInt64(seed))
+        var generator = SplitMix64(seed: UInt64(seed))
         return Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
     }
 
@@ -70,71 +71,76 @@ struct TransferTests {
         "Multipart: 3 fields and 2 files arrive byte for byte; quotes, CR/LF and non-ASCII names survive",
         arguments: [false, true])
     func multipart(staged: Bool) async throws {
-        let folder = try Self.scratchFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        // Over the in-memory threshold when `staged`, so the body is streamed from a temporary file.
-        let fileBytes = Self.pattern(staged ? MultipartFormData.inMemoryThreshold + 1_000 : 70_000)
-        let file = folder.appendingPathComponent("report.pdf")
-        try fileBytes.write(to: file)
-        let server = try echoServer()
+        try await MemoryHeavyTests.exclusively {
+            let folder = try Self.scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            // Over the in-memory threshold when `staged`, so the body is streamed from a temporary file.
+            let fileBytes = Self.pattern(staged ? MultipartFormData.inMemoryThreshold + 1_000 : 70_000)
+            let file = folder.appendingPathComponent("report.pdf")
+            try fileBytes.write(to: file)
+            let server = try echoServer()
 
-        var form = MultipartFormData()
-        form.append("plain", name: "title")
-        form.append("--x\r\nContent-Disposition: form-data; name=\"evil\"\r\n\r\n", name: "tricky")
-        form.append("ünïcødé ✓", name: "name \"quoted\"\r\nline")
-        form.append(fileAt: file, name: "document")
-        form.append(Data([0, 1, 2, 255]), name: "avatar", filename: "pho\"to\u{00E9}.bin", contentType: "image/x-test")
-        let echo = try await server.client().run(
-            NetworkRequest<MultipartFormData, EchoedRequest>(path: "form", method: .post, body: form)
-        ).value
+            var form = MultipartFormData()
+            form.append("plain", name: "title")
+            form.append("--x\r\nContent-Disposition: form-data; name=\"evil\"\r\n\r\n", name: "tricky")
+            form.append("ünïcødé ✓", name: "name \"quoted\"\r\nline")
+            form.append(fileAt: file, name: "document")
+            form.append(
+                Data([0, 1, 2, 255]), name: "avatar", filename: "pho\"to\u{00E9}.bin", contentType: "image/x-test")
+            let echo = try await server.client().run(
+                NetworkRequest<MultipartFormData, EchoedRequest>(path: "form", method: .post, body: form)
+            ).value
 
-        let contentType = try #require(echo.header("content-type"))
-        #expect(contentType.hasPrefix("multipart/form-data; boundary="))
-        #expect(echo.header("content-length") == String(echo.bodyData.count))
-        let parts = try MultipartParser.parse(echo.bodyData, contentType: contentType)
-        #expect(parts.map(\.name) == ["title", "tricky", "name %22quoted%22%0D%0Aline", "document", "avatar"])
-        #expect(parts[0].body == Data("plain".utf8) && parts[0].filename == nil)
-        #expect(parts[1].body == Data("--x\r\nContent-Disposition: form-data; name=\"evil\"\r\n\r\n".utf8))
-        #expect(parts[2].body == Data("ünïcødé ✓".utf8))
-        #expect(parts[3].filename == "report.pdf" && parts[3].contentType == "application/pdf")
-        #expect(parts[3].body == fileBytes)
-        #expect(parts[4].filename == "pho%22to\u{00E9}.bin" && parts[4].contentType == "image/x-test")
-        #expect(parts[4].body == Data([0, 1, 2, 255]))
-        if staged {
-            // A staged body leaves no temporary file behind (tests that stage one run one after the other).
-            let leftovers = try FileManager.default.contentsOfDirectory(
-                atPath: FileManager.default.temporaryDirectory.path)
-            #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
+            let contentType = try #require(echo.header("content-type"))
+            #expect(contentType.hasPrefix("multipart/form-data; boundary="))
+            #expect(echo.header("content-length") == String(echo.bodyData.count))
+            let parts = try MultipartParser.parse(echo.bodyData, contentType: contentType)
+            #expect(parts.map(\.name) == ["title", "tricky", "name %22quoted%22%0D%0Aline", "document", "avatar"])
+            #expect(parts[0].body == Data("plain".utf8) && parts[0].filename == nil)
+            #expect(parts[1].body == Data("--x\r\nContent-Disposition: form-data; name=\"evil\"\r\n\r\n".utf8))
+            #expect(parts[2].body == Data("ünïcødé ✓".utf8))
+            #expect(parts[3].filename == "report.pdf" && parts[3].contentType == "application/pdf")
+            #expect(parts[3].body == fileBytes)
+            #expect(parts[4].filename == "pho%22to\u{00E9}.bin" && parts[4].contentType == "image/x-test")
+            #expect(parts[4].body == Data([0, 1, 2, 255]))
+            if staged {
+                // A staged body leaves no temporary file behind (tests that stage one run one after the other).
+                let leftovers = try FileManager.default.contentsOfDirectory(
+                    atPath: FileManager.default.temporaryDirectory.path)
+                #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
+            }
         }
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A 64 MB download goes to the chosen file, byte for byte, with its size and type; progress ends at the total")
     func download() async throws {
-        let folder = try Self.scratchFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let bytes = Self.pattern(64 << 20)
-        let server = try LoopbackServer { _ in
-            .respond(status: 200, headers: [ServerHeader(name: "Content-Type", value: "video/mp4")], body: bytes)
+        try await MemoryHeavyTests.exclusively {
+            let folder = try Self.scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let bytes = Self.pattern(64 << 20)
+            let server = try LoopbackServer { _ in
+                .respond(status: 200, headers: [ServerHeader(name: "Content-Type", value: "video/mp4")], body: bytes)
+            }
+            let destination = folder.appendingPathComponent("nested/movie.mp4")
+            let reports = Locked<[TransferProgress]>([])
+
+            let response = try await server.client().run(
+                NetworkRequest<VoidRequest, DownloadedFile>(
+                    path: "movie.mp4", method: .get, downloadDestination: destination,
+                    onProgress: { progress in reports.withLock { $0.append(progress) } }))
+
+            #expect(response.value.url == destination)
+            #expect(response.value.byteCount == Int64(bytes.count))
+            #expect(response.value.contentType == "video/mp4")
+            #expect(response.statusCode == 200)
+            #expect(try Data(contentsOf: destination) == bytes)
+            let received = reports.withLock { $0 }.map(\.bytesReceived)
+            #expect(received.count > 1, "progress was reported during the download")
+            #expect(received == received.sorted(), "progress never goes back")
+            #expect(received.last == Int64(bytes.count))
+            #expect(reports.withLock { $0 }.last?.totalBytesExpectedToReceive == Int64(bytes.count))
         }
-        let destination = folder.appendingPathComponent("nested/movie.mp4")
-        let reports = Locked<[TransferProgress]>([])
-
-        let response = try await server.client().run(
-            NetworkRequest<VoidRequest, DownloadedFile>(
-                path: "movie.mp4", method: .get, downloadDestination: destination,
-                onProgress: { progress in reports.withLock { $0.append(progress) } }))
-
-        #expect(response.value.url == destination)
-        #expect(response.value.byteCount == Int64(bytes.count))
-        #expect(response.value.contentType == "video/mp4")
-        #expect(response.statusCode == 200)
-        #expect(try Data(contentsOf: destination) == bytes)
-        let received = reports.withLock { $0 }.map(\.bytesReceived)
-        #expect(received.count > 1, "progress was reported during the download")
-        #expect(received == received.sorted(), "progress never goes back")
-        #expect(received.last == Int64(bytes.count))
-        #expect(reports.withLock { $0 }.last?.totalBytesExpectedToReceive == Int64(bytes.count))
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -178,33 +184,37 @@ struct TransferTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Cancelling mid-upload stops the transfer, the server never gets a whole request, no staged file remains")
     func cancelledUpload() async throws {
-        let folder = try Self.scratchFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("big.bin")
-        try Data(count: 200 << 20).write(to: file)
-        let gate = Gate()
-        defer { gate.open() }
-        // The server holds the request once its head arrived, so the client cannot finish sending the body.
-        let server = try gatedServer(gate, answering: .respond(status: 204))
-        var form = MultipartFormData()
-        form.append(fileAt: file, name: "file")
-        let client = server.client()
-        let reports = Locked<[TransferProgress]>([])
-        let call = Task {
-            try await client.run(
-                NetworkRequest<MultipartFormData, VoidResponse>(
-                    method: .post, body: form, onProgress: { progress in reports.withLock { $0.append(progress) } }))
+        try await MemoryHeavyTests.exclusively {
+            let folder = try Self.scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("big.bin")
+            try Data(count: 200 << 20).write(to: file)
+            let gate = Gate()
+            defer { gate.open() }
+            // The server holds the request once its head arrived, so the client cannot finish sending the body.
+            let server = try gatedServer(gate, answering: .respond(status: 204))
+            var form = MultipartFormData()
+            form.append(fileAt: file, name: "file")
+            let client = server.client()
+            let reports = Locked<[TransferProgress]>([])
+            let call = Task {
+                try await client.run(
+                    NetworkRequest<MultipartFormData, VoidResponse>(
+                        method: .post, body: form, onProgress: { progress in reports.withLock { $0.append(progress) } })
+                )
+            }
+            // Wait until the upload is under way, then cancel it.
+            for _ in 0..<200 where reports.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+            call.cancel()
+            await #expect(throws: CancellationError.self) { try await call.value }
+            let sent = reports.withLock { $0 }.last?.bytesSent ?? 0
+            #expect(sent < 200 << 20, "the upload was stopped before the whole body went out")
+            #expect(server.recordedRequests.isEmpty)
+            try await Task.sleep(for: .milliseconds(100))
+            let leftovers = try FileManager.default.contentsOfDirectory(
+                atPath: FileManager.default.temporaryDirectory.path)
+            #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
         }
-        // Wait until the upload is under way, then cancel it.
-        for _ in 0..<200 where reports.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
-        call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
-        let sent = reports.withLock { $0 }.last?.bytesSent ?? 0
-        #expect(sent < 200 << 20, "the upload was stopped before the whole body went out")
-        #expect(server.recordedRequests.isEmpty)
-        try await Task.sleep(for: .milliseconds(100))
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
-        #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -243,39 +253,6 @@ struct TransferTests {
         #expect(echo.path == "/new")
         #expect(echo.method == "POST")
         #expect(echo.bodyData == bytes)
-    }
-}
-
-/// A lock-protected value for tests' callbacks.
-final class Locked<Value: Sendable>: @unchecked Sendable {  // `value` is guarded by `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
-    }
-}
-
-/// A seeded pseudo-random generator (SplitMix64), so that test data is the same on every run.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
