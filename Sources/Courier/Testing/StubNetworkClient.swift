@@ -86,7 +86,9 @@ public final class StubNetworkClient: NetworkClientProtocol {
         public var description: String {
             var text = "\(method.rawValue) \(path ?? "")"
             if !queryItems.isEmpty {
-                text += "?" + queryItems.map { item in item.value.map { "\(item.name)=\($0)" } ?? item.name }
+                text +=
+                    "?"
+                    + queryItems.map { item in item.value.map { "\(item.name)=\($0)" } ?? item.name }
                     .joined(separator: "&")
             }
             return text
@@ -202,9 +204,9 @@ public final class StubNetworkClient: NetworkClientProtocol {
     /// Answers every request for which `matches` returns `true` with what `answer` returns for it.
     ///
     /// ```swift
-    /// client.stub(where: { $0.path?.hasPrefix("/posts/") == true }) { request in
-    ///     .body(Data(#"{"id":1}"#.utf8), statusCode: 200, headers: [:])
-    /// }
+    /// client.stub(
+    ///     label: "any post", where: { $0.method == .get && $0.path?.hasPrefix("/posts/") == true },
+    ///     answer: { request in .body(Data(#"{"id":1}"#.utf8), statusCode: 200, headers: [:]) })
     /// ```
     /// - Parameters:
     ///   - label: How ``StubNetworkClientError/noMatchingStub(request:stubs:)`` lists this stub; `"closure"` by
@@ -260,7 +262,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
             return state.stubs.last { $0.matches(request) }
         }
         guard let stub else {
-            throw StubNetworkClientError.noMatchingStub(request: request.description, stubs: state.withLock { $0.stubs.map(\.label) })
+            throw StubNetworkClientError.noMatchingStub(
+                request: request.description, stubs: state.withLock { $0.stubs.map(\.label) })
         }
         switch stub.answer(request) {
         case .error(let error):
@@ -280,7 +283,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
                 throw NetworkClientError.unacceptableStatusCode(
                     statusCode: statusCode, response: httpResponse, data: data)
             }
-            let value = try NetworkClient.decode(ResponseModel.self, from: data, with: networkRequest.decoder ?? decoder)
+            let value = try NetworkClient.decode(
+                ResponseModel.self, from: data, with: networkRequest.decoder ?? decoder)
             return NetworkResponse(value: value, response: httpResponse, data: data)
         }
     }
@@ -351,7 +355,8 @@ public enum StubNetworkClientError: Error, Sendable, Equatable, CustomStringConv
             let known = stubs.isEmpty ? "there are no stubs" : "the stubs are: " + stubs.joined(separator: ", ")
             return "StubNetworkClient: no stub matches \(request); \(known)."
         case .typeMismatch(let request, let expected, let actual):
-            return "StubNetworkClient: the stub for \(request) returned a \(actual), but the request expects a \(expected)."
+            return
+                "StubNetworkClient: the stub for \(request) returned a \(actual), but the request expects a \(expected)."
         }
     }
 }
