@@ -103,6 +103,15 @@ public final class StubNetworkClient: NetworkClientProtocol {
         case body(Data, statusCode: Int, headers: [String: String])
         /// This error, thrown as is.
         case error(any Error)
+
+        /// A response of `statusCode` whose body is `text` in UTF-8, usually JSON, with no header fields.
+        /// - Parameters:
+        ///   - text: The body.
+        ///   - statusCode: The status; `200` by default.
+        /// - Returns: A ``body(_:statusCode:headers:)`` answer.
+        public static func json(_ text: String, statusCode: Int = 200) -> Answer {
+            .body(Data(text.utf8), statusCode: statusCode, headers: [:])
+        }
     }
 
     private struct Stub: Sendable {
@@ -206,7 +215,7 @@ public final class StubNetworkClient: NetworkClientProtocol {
     /// ```swift
     /// client.stub(
     ///     label: "any post", where: { $0.method == .get && $0.path?.hasPrefix("/posts/") == true },
-    ///     answer: { request in .body(Data(#"{"id":1}"#.utf8), statusCode: 200, headers: [:]) })
+    ///     answer: { _ in .json(#"{"id":1}"#) })
     /// ```
     /// - Parameters:
     ///   - label: How ``StubNetworkClientError/noMatchingStub(request:stubs:)`` lists this stub; `"closure"` by
