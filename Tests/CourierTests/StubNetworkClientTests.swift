@@ -196,4 +196,21 @@ struct StubNetworkClientTests {
         for page in 1...3 { _ = try await sequential.run(TodoRequests.list(page: page)) }
         #expect(client.requests.map { $0.query("page") } == ["1", "2", "3"])
     }
+
+    @Test("Transfers: the form or file a request uploads is recorded as given; a download is stubbed with a value")
+    func transfers() async throws {
+        let client = StubNetworkClient()
+        client.stub(.post, "/photos", status: 201)
+        let downloaded = DownloadedFile(url: URL(fileURLWithPath: "/tmp/report.pdf"), byteCount: 42)
+        client.stub(.get, "/report", returning: downloaded)
+
+        var form = MultipartFormData()
+        form.append("Sunset", name: "caption")
+        _ = try await client.run(
+            NetworkRequest<MultipartFormData, VoidResponse>(path: "/photos", method: .post, body: form))
+        let report = try await client.run(NetworkRequest<VoidRequest, DownloadedFile>(path: "/report", method: .get))
+
+        #expect(client.requests.first?.bodyValue is MultipartFormData)
+        #expect(report.value == downloaded)
+    }
 }

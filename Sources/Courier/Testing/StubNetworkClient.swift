@@ -28,6 +28,7 @@ import FoundationNetworking
 ///   acceptable status codes, so a 404 throws ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``
 ///   with the body, and a 2xx body is decoded the way ``NetworkClient`` decodes it (``VoidResponse`` accepts an empty
 ///   body, `Data` is raw, `String` is UTF-8, anything else JSON with the request's or the stub's decoder).
+/// - For a ``DownloadedFile`` response, stub a value: `returning: DownloadedFile(url: fileURL, byteCount: 42)`.
 /// - When no stub matches, ``run(_:)`` throws ``StubNetworkClientError/noMatchingStub(request:stubs:)``, whose
 ///   description names the request and lists the stubs: the test fails with a readable message rather than hanging
 ///   or crashing.
@@ -49,6 +50,9 @@ public final class StubNetworkClient: NetworkClientProtocol {
         /// The body: JSON from the request's encoder (else the stub client's), `Data` as is, `nil` for ``VoidRequest``
         /// or no body.
         public let body: Data?
+        /// The body as the request holds it, before encoding: a model, a ``FileUpload``, a ``MultipartFormData``;
+        /// `nil` when the request has none.
+        public let bodyValue: (any Sendable)?
         /// The request's own base URL, if it overrides the configuration's.
         public let baseURL: URL?
         /// The name of the request's response type, e.g. `"PostsResponse"`.
@@ -325,7 +329,7 @@ public final class StubNetworkClient: NetworkClientProtocol {
         return Request(
             method: request.method, path: request.path, queryItems: request.queryItems ?? [],
             formItems: request.formItems ?? [], headers: request.additionalHeaders ?? [:], body: body,
-            baseURL: request.baseURL, responseType: String(reflecting: ResponseModel.self))
+            bodyValue: request.body, baseURL: request.baseURL, responseType: String(reflecting: ResponseModel.self))
     }
 
     private func response(for request: Request, _ statusCode: Int, _ headers: [String: String]) -> HTTPURLResponse {
