@@ -13,6 +13,8 @@ let package = Package(
         // An in-process HTTP/1.1 server on loopback for tests and benchmarks. Not a product.
         .target(name: "LoopbackHTTPServer"),
         .executableTarget(name: "CourierBenchmarks", dependencies: ["Courier", "LoopbackHTTPServer"]),
+        // `swift run CourierExample`: an example SDK driven against an example API served in process. Not a product.
+        .executableTarget(name: "CourierExample", dependencies: ["Courier", "LoopbackHTTPServer"]),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "LoopbackHTTPServer"]),
     ],
     swiftLanguageModes: [.v6]

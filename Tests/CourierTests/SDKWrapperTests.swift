@@ -64,39 +64,17 @@ public enum PostsAPIFactory {
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 public enum MicroblogAPIFactory {
     /// A client that authenticates every request with `authToken`.
+    ///
+    /// `NetworkConfiguration(baseURL:)` creates a session that Courier owns: `Authorization` never follows a
+    /// redirect to another origin, on Linux too (a client on `URLSession.shared` gives no such guarantee there).
     public static func makeClient(authToken: String, baseURL: URL) -> NetworkClientProtocol {
-        let configuration = NetworkConfiguration(
-            session: URLSession.shared,
-            defaultDecoder: JSONDecoder(),
-            defaultEncoder: JSONEncoder(),
-            baseURL: baseURL
-        )
+        let configuration = NetworkConfiguration(baseURL: baseURL)
         configuration.interceptor = { request in
             var request = request
-            request.addValue("Bearer \(authToken)", forHTTPHeaderField: "Authorization")
+            request.setValue("Bearer \(authToken)", forHTTPHeaderField: "Authorization")
             return request
         }
         return NetworkClient(configuration: configuration)
-    }
-}
-
-/// A test double, as SDK users write them: it conforms to the protocol and never touches the network.
-@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-final class StubClient: NetworkClientProtocol {
-    let body: Data
-
-    init(body: Data) {
-        self.body = body
-    }
-
-    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    func run<RequestModel, ResponseModel>(
-        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
-    ) async throws -> NetworkResponse<ResponseModel> {
-        let url = URL(string: "https://stub.example\(networkRequest.path ?? "")")!
-        let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil)!
-        let value = try JSONDecoder().decode(ResponseModel.self, from: body)
-        return NetworkResponse(value: value, response: response, data: body)
     }
 }
 
@@ -172,17 +150,29 @@ struct SDKWrapperTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("The SDK's client composes with the decorators, and a test double replaces it")
-    func sdkDecoratorsAndDouble() async throws {
+    @Test("The SDK's client composes with the decorators")
+    func sdkDecorators() async throws {
         let server = try microblogServer()
         let sdkClient = MicroblogAPIFactory.makeClient(
             authToken: "secret-token", baseURL: server.baseURL.appendingPathComponent("api"))
         let client: NetworkClientProtocol = sdkClient.deduplicated().sequential()
         #expect(try await client.run(PostsAPIFactory.makeBookmarksRequest()).value.items.count == 2)
+    }
 
-        let double: NetworkClientProtocol = StubClient(body: Self.timeline)
-        let stubbed = try await double.run(PostsAPIFactory.makeBookmarksRequest())
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("StubNetworkClient replaces the SDK's client in tests: canned bodies, empty 2xx bodies, recorded requests")
+    func sdkWithStub() async throws {
+        let stub = StubNetworkClient()
+        stub.stub(.get, "/posts/bookmarks", data: Self.timeline)
+        stub.stub(.post, "/micropub", status: 202)
+        stub.stub(.delete, "/posts/2", status: 204)
+        let client: NetworkClientProtocol = stub
+
+        let stubbed = try await client.run(PostsAPIFactory.makeBookmarksRequest())
         #expect(stubbed.value.items == [PostItem(id: 1, contentText: "Hello"), PostItem(id: 2, contentText: "World")])
-        #expect(stubbed.statusCode == 200)
+        #expect(try await client.run(PostsAPIFactory.makePublishRequest(content: "Tea & cake")).statusCode == 202)
+        #expect(try await client.run(PostsAPIFactory.makeDeleteRequest(id: 2)).statusCode == 204)
+        #expect(stub.requests.map(\.description) == ["GET /posts/bookmarks", "POST /micropub", "DELETE /posts/2"])
+        #expect(stub.requests[1].form("content") == "Tea & cake")
     }
 }
