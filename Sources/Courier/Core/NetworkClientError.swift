@@ -77,7 +77,10 @@ extension NetworkClientError: LocalizedError, CustomStringConvertible {
             return "Unacceptable status code \(statusCode) (\(reason))\(url), body of \(data.count) bytes."
         case .decodingFailed(let underlying, let data):
             if data.isEmpty { return "The response could not be decoded: the body is empty." }
-            return "The response could not be decoded (body of \(data.count) bytes): \(Redaction.describe(underlying))."
+            // Foundation's explanations end with a period of their own.
+            var detail = Redaction.describe(underlying)
+            while detail.hasSuffix(".") { detail.removeLast() }
+            return "The response could not be decoded (body of \(data.count) bytes): \(detail)."
         case .responseTooLarge(let limit):
             return
                 "The response body is larger than the limit of \(limit) bytes (maximumResponseSize); the transfer was stopped."
