@@ -35,8 +35,12 @@ struct ProbeOptions {
         while let flag = remaining.popFirst() {
             guard let value = remaining.popFirst() else { return nil }
             switch flag {
-            case "--seed": guard let seed = UInt64(value) else { return nil }; self.seed = seed
-            case "--count": guard let count = Int(value), count > 0 else { return nil }; self.count = count
+            case "--seed":
+                guard let seed = UInt64(value) else { return nil }
+                self.seed = seed
+            case "--count":
+                guard let count = Int(value), count > 0 else { return nil }
+                self.count = count
             case "--time-limit":
                 guard let limit = Double(value), limit > 0 else { return nil }
                 timeLimit = limit
@@ -150,7 +154,8 @@ private func sessionConfigTimeouts(_ server: LoopbackServer) async -> (Bool, Str
         for value in [Double.infinity, .nan, 1e300] {
             let sessionConfiguration = URLSessionConfiguration.ephemeral
             sessionConfiguration[keyPath: field] = value
-            let configuration = NetworkConfiguration(sessionConfiguration: sessionConfiguration, baseURL: server.baseURL)
+            let configuration = NetworkConfiguration(
+                sessionConfiguration: sessionConfiguration, baseURL: server.baseURL)
             let client = NetworkClient(configuration: configuration)
             let step = "\(name) = \(value)"
             if let failure = await expectEcho(client, Echo(path: "x", method: .get), step: step) {
@@ -158,7 +163,8 @@ private func sessionConfigTimeouts(_ server: LoopbackServer) async -> (Bool, Str
             }
         }
     }
-    return failures.isEmpty ? (true, "6 session configurations, none trapped or failed") : (false, failures.joined(separator: "; "))
+    return failures.isEmpty
+        ? (true, "6 session configurations, none trapped or failed") : (false, failures.joined(separator: "; "))
 }
 
 /// SplitMix64: a tiny seeded generator, so that a failing run can be repeated with the same delays.
@@ -222,7 +228,8 @@ private func massCancel(
         for await part in group { total.add(part) }
         return total
     }
-    let seconds = Double((clock.now - started).components.seconds)
+    let seconds =
+        Double((clock.now - started).components.seconds)
         + Double((clock.now - started).components.attoseconds) / 1e18
     let summary =
         "\(options.count) calls (seed \(options.seed)): \(tally.succeeded) succeeded, \(tally.cancelled) cancelled, "
