@@ -116,7 +116,8 @@ struct HostileInputTests {
     func interimForeverEndsAtTotalTimeout() async throws {
         let server = try LoopbackServer { _ in .interimForever(interval: .milliseconds(300)) }
         let request = NetworkRequest<VoidRequest, Data>(path: "processing", method: .get, totalTimeout: 2)
-        let (outcome, duration) = try await timedRun(NetworkClient(configuration: server.configuration()), request)
+        let (outcome, duration) = try await timedRun(
+            NetworkClient(configuration: server.configuration()), request, limit: .seconds(30))
 
         expectTimedOut(outcome)
         #expect(duration >= .seconds(1) && duration < .seconds(10), "took \(duration)")
@@ -133,7 +134,8 @@ struct HostileInputTests {
         sessionConfiguration.timeoutIntervalForResource = 2
         let configuration = NetworkConfiguration(sessionConfiguration: sessionConfiguration, baseURL: server.baseURL)
         let request = NetworkRequest<VoidRequest, Data>(path: "processing", method: .get)
-        let (outcome, duration) = try await timedRun(NetworkClient(configuration: configuration), request)
+        let (outcome, duration) = try await timedRun(
+            NetworkClient(configuration: configuration), request, limit: .seconds(30))
 
         expectTimedOut(outcome)
         #expect(duration >= .seconds(1) && duration < .seconds(10), "took \(duration)")
@@ -279,9 +281,10 @@ struct HostileInputTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A 401 from a URL with a password and an API key describes neither, even in dump(error)")
     func unacceptableStatusIsRedacted() async throws {
+        // A Bearer challenge: corelibs never completes a 401 with a Basic one (`basicChallengeEnds`).
         let server = try LoopbackServer { _ in
             .respond(
-                status: 401, headers: [ServerHeader(name: "WWW-Authenticate", value: #"Basic realm="api""#)],
+                status: 401, headers: [ServerHeader(name: "WWW-Authenticate", value: #"Bearer realm="api""#)],
                 body: Data("denied".utf8))
         }
         let error = try await failure(toPort: server.port)
@@ -291,6 +294,31 @@ struct HostileInputTests {
         }
         #expect(status == 401)
         expectRedacted(error)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A 401 with a Basic challenge cannot hold the call past its totalTimeout")
+    func basicChallengeEnds() async throws {
+        // corelibs (Swift 6.3.1) never completes this task, and its idle timeout does not fire: the server has
+        // answered in full, and the caller waits forever. Only a whole-request deadline ends it.
+        let server = try LoopbackServer { _ in
+            .respond(
+                status: 401, headers: [ServerHeader(name: "WWW-Authenticate", value: #"Basic realm="api""#)],
+                body: Data("denied".utf8))
+        }
+        let request = NetworkRequest<VoidRequest, Data>(path: "x", method: .get, timeoutInterval: 2, totalTimeout: 3)
+        let (outcome, duration) = try await timedRun(
+            NetworkClient(configuration: server.configuration()), request, limit: .seconds(30))
+        switch outcome {
+        case .failure(NetworkClientError.unacceptableStatusCode(let status, _, _)):
+            #expect(status == 401)
+        case .failure(let error):
+            #expect(FaultTests.transportCode(error) == .timedOut, "\(error)")
+        case .success(let response):
+            Issue.record("a 401 succeeded: \(response.statusCode)")
+        }
+        #expect(duration < .seconds(10), "took \(duration)")
+        #expect(server.requestCount == 1)
     }
 
     // MARK: Credentials on redirects
