@@ -19,8 +19,10 @@ struct HostileInputTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A gzip bomb stops at the default 100 MiB limit with responseTooLarge, promptly, and the connection closes")
     func gzipBombAgainstTheDefaultLimit() async throws {
-        // 16 GiB of zeros, of which only the first 1.5 MB of gzip (about 227 MiB inflated) is ever sent.
-        let server = try LoopbackServer { _ in .gzipBomb(expandedSize: 16 << 30, holdAfter: 1_500_000) }
+        // 4 GiB of zeros in 27 MB of gzip: a declared length under the limit, so only counting the inflated bytes
+        // can stop it. Only the first 1.5 MB of gzip (about 227 MiB inflated) is ever sent.
+        let server = try LoopbackServer { _ in .gzipBomb(expandedSize: 4 << 30, holdAfter: 1_500_000) }
+        #expect(ServerResponse.gzipBombCompressedSize(expandedSize: 4 << 30) < 100 * Self.mebibyte)
         let configuration = NetworkConfiguration(baseURL: server.baseURL)
         #expect(configuration.maximumResponseSize == 100 * Self.mebibyte)
         let request = NetworkRequest<VoidRequest, Data>(path: "bomb", method: .get, timeoutInterval: 10)
@@ -37,8 +39,10 @@ struct HostileInputTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A gzip bomb stops at a small per-request limit with responseTooLarge, promptly, and the connection closes")
     func gzipBombAgainstAPerRequestLimit() async throws {
-        // 1 GiB of zeros; the first 64 KiB of gzip (about 10 MiB inflated) is sent.
-        let server = try LoopbackServer { _ in .gzipBomb(expandedSize: 1 << 30, holdAfter: 64 * 1024) }
+        // 128 MiB of zeros in 0.85 MB of gzip: a declared length under the limit, so only counting the inflated bytes
+        // can stop it. The first 64 KiB of gzip (about 10 MiB inflated) is sent.
+        let server = try LoopbackServer { _ in .gzipBomb(expandedSize: 128 << 20, holdAfter: 64 * 1024) }
+        #expect(ServerResponse.gzipBombCompressedSize(expandedSize: 128 << 20) < Self.mebibyte)
         let request = NetworkRequest<VoidRequest, Data>(
             path: "bomb", method: .get, timeoutInterval: 10, maximumResponseSize: Self.mebibyte)
         let (outcome, duration) = try await timedRun(NetworkClient(configuration: server.configuration()), request)
