@@ -9,7 +9,7 @@ import Darwin
 
 /// Calls that can trap the whole process in corelibs Foundation, each run in a child process (`CourierProbe`) so that
 /// a trap fails one test instead of ending the test run. Serialized: the mass-cancellation scenarios keep both cores
-/// busy for several seconds.
+/// busy for several seconds. Their delays are seeded: `COURIER_TEST_SEED` repeats a run (the seed is in the output).
 @Suite("Crash probes", .serialized)
 struct CrashProbeTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -27,13 +27,15 @@ struct CrashProbeTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("5,000 requests cancelled at random with NetworkConfiguration(baseURL:) end in success or cancellation")
     func massCancelDefault() async throws {
-        try await expectProbe("mass-cancel-default", timeLimit: .seconds(240))
+        let seed = InputEncodingTests.seed(default: 2_026)
+        try await expectProbe("mass-cancel-default", arguments: ["--seed", "\(seed)"], timeLimit: .seconds(240))
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("5,000 requests cancelled at random with URLSession.shared end in success or cancellation")
     func massCancelShared() async throws {
-        try await expectProbe("mass-cancel-shared", timeLimit: .seconds(240))
+        let seed = InputEncodingTests.seed(default: 2_026)
+        try await expectProbe("mass-cancel-shared", arguments: ["--seed", "\(seed)"], timeLimit: .seconds(240))
     }
 }
 
