@@ -282,11 +282,12 @@ struct HostileInputTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A transport failure to a URL with a password and an API key describes neither")
     func refusedConnectionIsRedacted() async throws {
-        // A port nobody listens on any more: the connection is refused.
-        let gone = try LoopbackServer { _ in .echo }
+        // A port nobody listens on any more: the connection is refused. On 127.0.0.3, which no other test uses, so
+        // that no server started meanwhile can take the port.
+        let gone = try LoopbackServer(host: "127.0.0.3") { _ in .echo }
         let port = gone.port
         gone.stop()
-        let error = try await failure(toPort: port)
+        let error = try await failure(toPort: port, host: "127.0.0.3")
         #expect(FaultTests.transportCode(error) != nil, "\(error)")
         expectRedacted(error)
     }
@@ -430,10 +431,12 @@ struct HostileInputTests {
         }
     }
 
-    /// The error of a GET to `http://user:PASSWORD@127.0.0.1:<port>/x?api_key=SECRET`.
+    /// The error of a GET to `http://user:PASSWORD@<host>:<port>/x?api_key=SECRET`.
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    private func failure(toPort port: Int, timeoutInterval: TimeInterval = 10) async throws -> NetworkClientError {
-        let baseURL = try #require(URL(string: "http://user:PASSWORD@127.0.0.1:\(port)"))
+    private func failure(
+        toPort port: Int, host: String = "127.0.0.1", timeoutInterval: TimeInterval = 10
+    ) async throws -> NetworkClientError {
+        let baseURL = try #require(URL(string: "http://user:PASSWORD@\(host):\(port)"))
         let request = NetworkRequest<VoidRequest, Data>(
             path: "x", method: .get, queryItems: [URLQueryItem(name: "api_key", value: "SECRET")],
             timeoutInterval: timeoutInterval)
