@@ -15,7 +15,10 @@ let package = Package(
         .executableTarget(name: "CourierBenchmarks", dependencies: ["Courier", "LoopbackHTTPServer"]),
         // `swift run CourierExample`: an example SDK driven against an example API served in process. Not a product.
         .executableTarget(name: "CourierExample", dependencies: ["Courier", "LoopbackHTTPServer"]),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "LoopbackHTTPServer"]),
+        // Runs one scenario that may crash the process, for CrashProbeTests to run as a child process. Not a
+        // product; a dependency of the tests so that `swift test` builds it next to the test bundle.
+        .executableTarget(name: "CourierProbe", dependencies: ["Courier", "LoopbackHTTPServer"]),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "LoopbackHTTPServer", "CourierProbe"]),
     ],
     swiftLanguageModes: [.v6]
 )

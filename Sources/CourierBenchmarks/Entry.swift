@@ -38,5 +38,7 @@ private func run(_ options: Options) async throws {
         try await runProfile(client, count: count, target: target)
     case .benchmark:
         try await runBenchmark(options)
+    case .memory(let scenario):
+        try await runMemory(scenario)
     }
 }

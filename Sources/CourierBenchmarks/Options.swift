@@ -13,6 +13,8 @@ struct Options: Sendable {
         case serve
         /// Run one client's small GET loop at concurrency 1, for callgrind.
         case profile(ProfileClient, count: Int)
+        /// Make one large request and print the process's peak resident set.
+        case memory(MemoryScenario)
     }
 
     /// The client whose loop `--profile` runs.
@@ -66,6 +68,12 @@ struct Options: Sendable {
                               run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
                               (raw-accept: raw plus the Accept header Courier sends)
           --serve             run only the in-process server, print its base URL, and serve until killed
+
+        Memory (one request per process, then the peak resident set from getrusage; run each in its own process):
+          --memory courier-300mb|raw-300mb|courier-gzip-bomb
+                              courier-300mb: a 300 MB body into Data through Courier, maximumResponseSize raised;
+                              raw-300mb: the same with raw URLSession; courier-gzip-bomb: a gzip bomb (4 GiB of
+                              zeros, at most about 300 MiB of it sent) against the default 100 MiB limit
         """
 
     /// Parses the arguments after the program name.
@@ -101,6 +109,13 @@ struct Options: Sendable {
                     throw BenchmarkError.usage("--profile takes one of \(names), not \(name)")
                 }
                 profileClient = client
+            case "--memory":
+                let name = try value(for: argument)
+                guard let scenario = MemoryScenario(rawValue: name) else {
+                    let names = MemoryScenario.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw BenchmarkError.usage("--memory takes one of \(names), not \(name)")
+                }
+                options.mode = .memory(scenario)
             case "-h", "--help": options.mode = .help
             default: throw BenchmarkError.usage("unknown argument \(argument)")
             }

@@ -313,10 +313,99 @@ final class Connection {
                     case .stopped: return (.close, false)
                     }
                     guard withUnsafeBytes(of: byte, { sendAll(fd, $0) }) else { return (.close, true) }
+                    core.bodyBytesSent(1)
                 }
             }
             return (close ? .close : .keepAlive, false)
+
+        case .stream(let status, let headers, let length, let chunked, let declaredLength, let holdAfter):
+            let declared = chunked ? length : (declaredLength ?? length)
+            return sendGenerated(
+                .counting(length: max(0, length)), status: status, headers: headers, chunked: chunked,
+                declaredLength: declared, holdAfter: holdAfter, head: head)
+
+        case .gzipBomb(let expandedSize, let status, let extraHeaders, let holdAfter):
+            let bomb = GzipZeros(expandedSize: max(0, expandedSize))
+            let headers =
+                [
+                    ServerHeader(name: "Content-Type", value: "application/octet-stream"),
+                    ServerHeader(name: "Content-Encoding", value: "gzip"),
+                ] + extraHeaders
+            return sendGenerated(
+                bomb.body, status: status, headers: headers, chunked: false, declaredLength: bomb.compressedSize,
+                holdAfter: holdAfter, head: head)
+
+        case .interimForever(let status, let interval):
+            output.removeAll(keepingCapacity: true)
+            append("HTTP/1.1 ")
+            appendDecimal(status)
+            output.append(asciiSpace)
+            append(reasonPhrase(status))
+            append("\r\n\r\n")
+            while true {
+                guard output.withUnsafeBytes({ sendAll(fd, $0) }) else { return (.close, true) }
+                core.interimResponseSent()
+                switch waitWatchingClient(for: interval) {
+                case .elapsed: continue
+                case .clientClosed: return (.close, true)
+                case .stopped: return (.close, false)
+                }
+            }
         }
+    }
+
+    /// Sends a generated body: the head (with `Content-Length: declaredLength`, or chunked), then the body piece by
+    /// piece up to `holdAfter` bytes, then holds the connection if the body was cut short.
+    private func sendGenerated(
+        _ body: GeneratedBody, status: Int, headers: [ServerHeader], chunked: Bool, declaredLength: Int,
+        holdAfter: Int?, head: RequestHead
+    ) -> (Next, Bool) {
+        let framing =
+            chunked
+            ? ServerHeader(name: "Transfer-Encoding", value: "chunked")
+            : ServerHeader(name: "Content-Length", value: String(declaredLength))
+        let lies = !chunked && declaredLength != body.count
+        let close = head.wantsClose || lies || headers.contains { isConnectionClose($0) }
+        buildHead(status: status, headers: headers + [framing], contentLength: nil, close: close)
+        guard sendHeadAndBody(Data()) else { return (.close, true) }
+        if head.isHEAD { return (close ? .close : .keepAlive, false) }
+
+        let toSend = min(body.count, max(0, holdAfter ?? .max))
+        // Room for a chunk-size line before the data and a CRLF after it.
+        let lineRoom = 18
+        let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: GeneratedBody.pieceSize + lineRoom + 2)
+        defer { scratch.deallocate() }
+        var offset = 0
+        while offset < toSend {
+            if core.isStopped { return (.close, false) }
+            let count = body.copy(
+                into: scratch + lineRoom, capacity: min(GeneratedBody.pieceSize, toSend - offset), from: offset)
+            var start = lineRoom
+            var end = lineRoom + count
+            if chunked {
+                let line = Array((String(count, radix: 16) + "\r\n").utf8)
+                start -= line.count
+                line.withUnsafeBufferPointer { (scratch + start).update(from: $0.baseAddress!, count: line.count) }
+                scratch[end] = asciiCR
+                scratch[end + 1] = asciiLF
+                end += 2
+            }
+            guard sendAll(fd, UnsafeRawBufferPointer(start: scratch + start, count: end - start)) else {
+                return (.close, true)
+            }
+            core.bodyBytesSent(count)
+            offset += count
+        }
+        if toSend < body.count {
+            switch waitWatchingClient(for: nil) {
+            case .elapsed, .stopped: return (.close, false)
+            case .clientClosed: return (.close, true)
+            }
+        }
+        if chunked {
+            guard Array("0\r\n\r\n".utf8).withUnsafeBytes({ sendAll(fd, $0) }) else { return (.close, true) }
+        }
+        return (close ? .close : .keepAlive, false)
     }
 
     private func respond(status: Int, headers: [ServerHeader], body: Data, delay: Duration, head: RequestHead)
@@ -396,10 +485,13 @@ final class Connection {
     private func sendHeadAndBody(_ body: Data) -> Bool {
         if body.count <= Self.coalescedBodyLimit {
             output.append(contentsOf: body)
-            return output.withUnsafeBytes { sendAll(fd, $0) }
+            guard output.withUnsafeBytes({ sendAll(fd, $0) }) else { return false }
+        } else {
+            guard output.withUnsafeBytes({ sendAll(fd, $0) }) else { return false }
+            guard body.withUnsafeBytes({ sendAll(fd, $0) }) else { return false }
         }
-        guard output.withUnsafeBytes({ sendAll(fd, $0) }) else { return false }
-        return body.withUnsafeBytes { sendAll(fd, $0) }
+        if !body.isEmpty { core.bodyBytesSent(body.count) }
+        return true
     }
 
     /// Answers a request that could not be parsed, then half-closes and briefly drains the input so that the client

@@ -104,9 +104,22 @@ public final class LoopbackServer: Sendable {
     }
 
     /// How many times the client closed or reset a connection while a request on it was in progress (noticed while
-    /// the server waits for a delay, hangs or drips, within about 10 ms, or when writing the response fails).
+    /// the server waits for a delay, hangs, drips, holds a `.stream`/`.gzipBomb` after `holdAfter` or sends interim
+    /// responses, within about 10 ms, or when writing the response fails).
     public var clientClosedCount: Int {
         core.state.locked { core.state.clientClosedCount }
+    }
+
+    /// Response body bytes the server has written to its sockets (accepted by `send`), over all responses. A client
+    /// that stops reading still receives what the kernel buffers on loopback (a few MB), so compare with generous
+    /// bounds; to bound what a client can receive exactly, use the `holdAfter` of `.stream` or `.gzipBomb`.
+    public var bodyBytesSent: Int {
+        core.state.locked { core.state.bodyBytesSent }
+    }
+
+    /// The interim (1xx) responses sent by `.interimForever`.
+    public var interimResponsesSent: Int {
+        core.state.locked { core.state.interimResponsesSent }
     }
 
     /// The received requests in arrival order; only the last 10,000 are kept.
@@ -136,6 +149,8 @@ public final class LoopbackServer: Sendable {
             core.state.maxConcurrentRequests = core.state.inProgressRequests
             core.state.connectionCount = 0
             core.state.clientClosedCount = 0
+            core.state.bodyBytesSent = 0
+            core.state.interimResponsesSent = 0
             core.state.recorded = []
         }
     }

@@ -161,6 +161,16 @@ final class ServerCore: Sendable {
         }
     }
 
+    /// Counts response body bytes that `send` accepted.
+    func bodyBytesSent(_ count: Int) {
+        state.locked { state.bodyBytesSent += count }
+    }
+
+    /// Counts one interim (1xx) response sent by `.interimForever`.
+    func interimResponseSent() {
+        state.locked { state.interimResponsesSent += 1 }
+    }
+
     // MARK: Stopping
 
     func stop() {

@@ -19,8 +19,40 @@ public enum ServerResponse: Sendable {
     /// Sends the head (with `Content-Length`) at once, then the body one byte per `interval`, stopping early if the
     /// client goes away.
     case drip(status: Int, body: Data, interval: Duration)
-    /// A redirect with a `Location` header, extra `headers` and an empty body.
+    /// A redirect with a `Location` header, extra `headers` and an empty body. `location` is sent verbatim, whatever
+    /// its scheme (e.g. `file:///etc/passwd`), and any status works (301, 302, 303, 307, 308).
     case redirect(status: Int = 302, location: String, headers: [ServerHeader] = [])
+    /// A body of `length` bytes generated while it is sent, never held in memory: byte `i` is `UInt8(i % 251)`.
+    ///
+    /// - `chunked`: sent with `Transfer-Encoding: chunked` (chunks of up to 64 KiB) instead of `Content-Length`.
+    /// - `declaredLength`: the `Content-Length` to declare instead of `length` (a lie); ignored when `chunked`. When
+    ///   it differs from `length`, the connection is closed after the `length` bytes.
+    /// - `holdAfter`: send only the first `holdAfter` body bytes, then send nothing more and keep the connection open
+    ///   until the client closes it or the server stops. This bounds what a client that ignores size limits can
+    ///   receive, and shows whether it gave up on the declared size alone.
+    ///
+    /// The bytes handed to the socket are counted in `LoopbackServer.bodyBytesSent`; a client that goes away stops
+    /// the stream and is counted in `clientClosedCount`.
+    case stream(
+        status: Int = 200, headers: [ServerHeader] = [], length: Int, chunked: Bool = false,
+        declaredLength: Int? = nil, holdAfter: Int? = nil)
+    /// A `Content-Encoding: gzip` body (`Content-Type: application/octet-stream`) that inflates to `expandedSize`
+    /// zero bytes: a compression bomb, generated while it is sent, without zlib.
+    ///
+    /// The deflate stream is one fixed-Huffman block: a literal 0, then matches of length 258 at distance 1 (13 bits
+    /// each), so the ratio is about 158:1 (258 bytes per 13 bits): 1 GiB expands from about 6.8 MB, 16 GiB from about
+    /// 109 MB. The gzip trailer carries the correct CRC-32 and ISIZE. `Content-Length` is the compressed size
+    /// (`gzipBombCompressedSize(expandedSize:)`). `holdAfter` works as in `stream`, counting compressed bytes.
+    case gzipBomb(expandedSize: Int, status: Int = 200, headers: [ServerHeader] = [], holdAfter: Int? = nil)
+    /// Sends an interim response (`HTTP/1.1 102 Processing` and an empty header section) every `interval`, and never
+    /// a final response, until the client closes the connection or the server stops. Each one is counted in
+    /// `LoopbackServer.interimResponsesSent`.
+    case interimForever(status: Int = 102, interval: Duration)
+
+    /// The `Content-Length` of a `.gzipBomb(expandedSize:)` response: the size of the gzip stream in bytes.
+    public static func gzipBombCompressedSize(expandedSize: Int) -> Int {
+        GzipZeros(expandedSize: expandedSize).compressedSize
+    }
 
     /// Shorthand for `.echo(delay: .zero)`, so that a handler can simply return `.echo`.
     public static var echo: ServerResponse { .echo(delay: .zero) }
@@ -52,6 +84,7 @@ func reasonPhrase(_ status: Int) -> String {
     switch status {
     case 100: "Continue"
     case 101: "Switching Protocols"
+    case 102: "Processing"
     case 103: "Early Hints"
     case 200: "OK"
     case 201: "Created"

@@ -28,6 +28,8 @@ final class ServerState: @unchecked Sendable {
     var inProgressRequests = 0
     var connectionCount = 0
     var clientClosedCount = 0
+    var bodyBytesSent = 0
+    var interimResponsesSent = 0
     var recorded: [ServerRequest] = []
 
     @inline(__always)

@@ -274,6 +274,179 @@ struct LoopbackServerTests {
         #expect(other.requestCount == 1)
     }
 
+    // MARK: Hostile responses
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test func gzipBombInflatesToZerosWithAValidTrailer() async throws {
+        // The expanded size leaves a remainder after the 258-byte matches, so every part of the stream is exercised.
+        let expandedSize = 5 * 1024 * 1024 + 7
+        let server = try LoopbackServer { _ in .gzipBomb(expandedSize: expandedSize) }
+        let session = makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let (data, response) = try await session.data(from: server.url("/bomb"))
+        let http = try #require(response as? HTTPURLResponse)
+        #expect(http.statusCode == 200)
+        #expect(data.count == expandedSize)
+        #expect(data == Data(count: expandedSize))
+        let compressed = try #require(Int(http.value(forHTTPHeaderField: "Content-Length") ?? ""))
+        #expect(compressed == ServerResponse.gzipBombCompressedSize(expandedSize: expandedSize))
+        #expect(compressed < expandedSize / 150, "ratio \(expandedSize / compressed):1")
+        #expect(server.bodyBytesSent == compressed)
+        // More than 1 GiB from a few MB.
+        #expect(ServerResponse.gzipBombCompressedSize(expandedSize: (1 << 30) + 1) < 7_000_000)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(arguments: [0, 1, 2, 258, 259, 260, 2_065, 100_000])
+    func gzipBombOfSmallSizes(expandedSize: Int) async throws {
+        let server = try LoopbackServer { _ in .gzipBomb(expandedSize: expandedSize) }
+        let client = try RawClient(port: server.port)
+        client.send("GET /bomb HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let response = client.readBytesToEnd()
+        let headEnd = try #require(response.indices.first { response[$0...].starts(with: Array("\r\n\r\n".utf8)) })
+        let head = String(decoding: response[..<headEnd], as: UTF8.self)
+        #expect(head.contains("\r\nContent-Encoding: gzip\r\n"))
+        let body = Array(response[(headEnd + 4)...])
+        #expect(head.contains("\r\nContent-Length: \(body.count)\r\n"))
+        #expect(Array(body.prefix(3)) == [0x1F, 0x8B, 0x08])
+        // The trailer: CRC-32 of the expanded bytes, then their count, both little-endian.
+        let trailer = Array(body.suffix(8))
+        let crc = trailer[0..<4].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let size = trailer[4..<8].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        #expect(crc == bitwiseCRC32(Array(repeating: 0, count: expandedSize)))
+        #expect(size == UInt32(expandedSize))
+
+        let session = makeSession()
+        defer { session.invalidateAndCancel() }
+        let (data, _) = try await session.data(from: server.url("/bomb"))
+        #expect(data == Data(count: expandedSize))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(arguments: [false, true])
+    func streamSendsAGeneratedBody(chunked: Bool) async throws {
+        let length = 300_007
+        let server = try LoopbackServer { _ in .stream(length: length, chunked: chunked) }
+        let session = makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let (data, response) = try await session.data(from: server.url("/stream"))
+        let http = try #require(response as? HTTPURLResponse)
+        #expect(data == Data((0..<length).map { UInt8($0 % 251) }))
+        #expect(http.value(forHTTPHeaderField: "Content-Length") == (chunked ? nil : "\(length)"))
+        #expect(http.value(forHTTPHeaderField: "Transfer-Encoding") == (chunked ? "chunked" : nil))
+        #expect(server.bodyBytesSent == length)
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.inProgressRequests == 0 })
+        #expect(server.clientClosedCount == 0)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test func streamHeldAfterSomeBytesUntilTheClientLeaves() async throws {
+        let server = try LoopbackServer { _ in .stream(length: 1 << 30, holdAfter: 1_000) }
+        let session = makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let client = try RawClient(port: server.port)
+        client.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = client.read(until: "\r\n\r\n")
+        #expect(head.contains("\r\nContent-Length: 1073741824\r\n"))
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.bodyBytesSent == 1_000 })
+        #expect(client.readBytes(count: 1_000) == (0..<1_000).map { UInt8($0 % 251) })
+        client.shutdownNow()
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.clientClosedCount == 1 })
+
+        // URLSession waits for the rest, and the server sees it go away when the task is cancelled.
+        let task = Task { try await session.data(from: server.url("/held")) }
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.bodyBytesSent == 2_000 })
+        task.cancel()
+        await #expect(throws: (any Error).self) { try await task.value }
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.clientClosedCount == 2 })
+        #expect(server.bodyBytesSent == 2_000)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test func streamWithALyingContentLengthFails() async throws {
+        let server = try LoopbackServer { _ in .stream(length: 10, declaredLength: 100) }
+        let session = makeSession()
+        defer { session.invalidateAndCancel() }
+        await #expect(throws: (any Error).self) { try await session.data(from: server.url("/lie")) }
+        #expect(server.bodyBytesSent == 10)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test func interimResponsesForeverUntilTheClientLeaves() async throws {
+        let server = try LoopbackServer { _ in .interimForever(interval: .milliseconds(50)) }
+        let client = try RawClient(port: server.port)
+        client.send("GET /processing HTTP/1.1\r\nHost: x\r\n\r\n")
+        let interim = "HTTP/1.1 102 Processing\r\n\r\n"
+        let received = client.read(until: interim + interim + interim)
+        #expect(received == interim + interim + interim)
+        client.shutdownNow()
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.clientClosedCount == 1 })
+        #expect(server.interimResponsesSent >= 3)
+
+        // URLSession never gets a final response: only cancelling ends the task.
+        let session = makeSession()
+        defer { session.invalidateAndCancel() }
+        server.resetStatistics()
+        let task = Task { try await session.data(from: server.url("/processing")) }
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.interimResponsesSent >= 5 })
+        task.cancel()
+        await #expect(throws: (any Error).self) { try await task.value }
+        #expect(await server.waitUntil(timeout: .seconds(20)) { $0.clientClosedCount == 1 })
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(arguments: [301, 302, 303, 307, 308])
+    func redirectSendsAnyLocationVerbatim(status: Int) throws {
+        let server = try LoopbackServer { _ in .redirect(status: status, location: "file:///etc/passwd") }
+        let client = try RawClient(port: server.port)
+        client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let response = client.readToEnd()
+        #expect(response.hasPrefix("HTTP/1.1 \(status) "))
+        #expect(response.contains("\r\nLocation: file:///etc/passwd\r\n"))
+        #expect(response.hasSuffix("\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(arguments: [307, 308])
+    func echoShowsWhatTheRedirectedRequestCarried(status: Int) async throws {
+        let server = try LoopbackServer { request in
+            request.path == "/start" ? .redirect(status: status, location: "/landing") : .echo
+        }
+        let session = makeSession()
+        defer { session.invalidateAndCancel() }
+
+        var request = URLRequest(url: server.url("/start"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"{"name":"courier"}"#.utf8)
+        let (data, _) = try await session.data(for: request)
+        let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+        let recorded = server.recordedRequests
+        #expect(recorded.map(\.path) == ["/start", "/landing"])
+        #expect(recorded.first?.body == request.httpBody)
+        // The echo describes the redirected request exactly as it arrived (corelibs resends it without its body).
+        #expect(echoed.method == "POST")
+        #expect(echoed.method == recorded.last?.method)
+        #expect(echoed.bodyData == recorded.last?.body)
+        #expect(echoed.headers == recorded.last?.headers)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test func aOneMegabyteHeaderIsSentWhole() throws {
+        let big = String(repeating: "a", count: 1 << 20)
+        let server = try LoopbackServer { _ in
+            .respond(status: 200, headers: [ServerHeader(name: "X-Big", value: big)], body: Data("ok".utf8))
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let response = client.readToEnd()
+        #expect(response.hasPrefix("HTTP/1.1 200 OK\r\nX-Big: \(big)\r\n"))
+        #expect(response.hasSuffix("\r\n\r\nok"))
+    }
+
     // MARK: Lifecycle
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -422,15 +595,44 @@ private final class RawClient {
     /// Reads until the server closes the connection (or 2 s pass without data).
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func readToEnd() -> String {
+        String(decoding: readBytesToEnd(), as: UTF8.self)
+    }
+
+    /// Reads bytes until the server closes the connection (or 2 s pass without data).
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    func readBytesToEnd() -> [UInt8] {
+        readBytes(count: .max)
+    }
+
+    /// Reads up to `count` bytes: fewer if the connection closes or 2 s pass without data.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    func readBytes(count: Int) -> [UInt8] {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            received.append(contentsOf: chunk[0..<count])
+        while received.count < count {
+            let wanted = min(chunk.count, count - received.count)
+            let got = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, wanted, 0) }
+            if got <= 0 { break }
+            received.append(contentsOf: chunk[0..<got])
         }
-        return String(decoding: received, as: UTF8.self)
+        return received
     }
+
+    /// Closes the connection now (the descriptor is not reused until deinit).
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    func shutdownNow() {
+        _ = shutdown(fd, Int32(SHUT_RDWR))
+    }
+}
+
+/// CRC-32 (IEEE 802.3, as in gzip) computed bit by bit: slow, obviously right, independent of the server's.
+private func bitwiseCRC32(_ bytes: [UInt8]) -> UInt32 {
+    var crc: UInt32 = 0xFFFF_FFFF
+    for byte in bytes {
+        crc ^= UInt32(byte)
+        for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+    }
+    return ~crc
 }
 
 /// `send(2)` that reports a closed peer as an error instead of raising SIGPIPE.

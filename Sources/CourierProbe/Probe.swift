@@ -1,0 +1,242 @@
+import Courier
+import Foundation
+import LoopbackHTTPServer
+
+/// The scenarios, by the name given on the command line.
+enum Scenario: String, CaseIterable {
+    /// Requests whose `timeoutInterval` or `totalTimeout` is far above what corelibs accepts (it traps at about
+    /// 9.2e15 s): each must succeed (Courier clamps it), or, for infinity, may be refused as `invalidRequest`.
+    case hugeRequestTimeout = "huge-request-timeout"
+    /// Session configurations whose `timeoutIntervalForRequest` or `timeoutIntervalForResource` is infinity, NaN or
+    /// 1e300, handed to `NetworkConfiguration(sessionConfiguration:baseURL:)`: a request with each must succeed.
+    case sessionConfigTimeouts = "session-config-timeouts"
+    /// Many requests with `NetworkConfiguration(baseURL:)`, each cancelled 0–2 ms (seeded) after it starts: each
+    /// ends with a success or `CancellationError`, and the process survives.
+    case massCancelDefault = "mass-cancel-default"
+    /// The same with `NetworkConfiguration(session: .shared, baseURL:)` (corelibs' shared session has a URLCache).
+    case massCancelShared = "mass-cancel-shared"
+}
+
+/// The parsed command line.
+struct ProbeOptions {
+    var scenario: Scenario
+    var seed: UInt64 = 2_026
+    var count = 5_000
+    var timeLimit: Double = 240
+
+    static let usage =
+        "Usage: CourierProbe <\(Scenario.allCases.map(\.rawValue).joined(separator: "|"))> "
+        + "[--seed N] [--count N] [--time-limit SECONDS]"
+
+    init?(_ arguments: [String]) {
+        var remaining = arguments[...]
+        guard let name = remaining.popFirst(), let scenario = Scenario(rawValue: name) else { return nil }
+        self.scenario = scenario
+        while let flag = remaining.popFirst() {
+            guard let value = remaining.popFirst() else { return nil }
+            switch flag {
+            case "--seed":
+                guard let seed = UInt64(value) else { return nil }
+                self.seed = seed
+            case "--count":
+                guard let count = Int(value), count > 0 else { return nil }
+                self.count = count
+            case "--time-limit":
+                guard let limit = Double(value), limit > 0 else { return nil }
+                timeLimit = limit
+            default: return nil
+            }
+        }
+    }
+}
+
+/// Writes one line to standard error at once (no buffering), so that it survives a crash.
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Parses the arguments, runs the scenario on the global executor while this thread waits, prints the result and
+/// exits. A watchdog thread exits with status 3 if the scenario hangs.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func probeMain(_ arguments: [String]) -> Never {
+    guard let options = ProbeOptions(arguments) else {
+        progress(ProbeOptions.usage)
+        exit(2)
+    }
+    let name = options.scenario.rawValue
+    let watchdog = Thread {
+        Thread.sleep(forTimeInterval: options.timeLimit)
+        FileHandle.standardOutput.write(Data("\(name): FAILED: did not finish within \(options.timeLimit) s\n".utf8))
+        exit(3)
+    }
+    watchdog.start()
+    // Created in a nonisolated function, so the task does not inherit the main actor that this thread blocks.
+    Task {
+        let (behaved, summary) = await run(options)
+        FileHandle.standardOutput.write(Data("\(name): \(behaved ? "ok" : "FAILED"): \(summary)\n".utf8))
+        exit(behaved ? 0 : 1)
+    }
+    while true { DispatchSemaphore(value: 0).wait() }
+}
+
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func run(_ options: ProbeOptions) async -> (Bool, String) {
+    let server: LoopbackServer
+    do {
+        server = try LoopbackServer { request in
+            guard request.path.hasPrefix("/item/"), let index = Int(request.path.dropFirst(6)) else { return .echo }
+            // A spread of answer times, so that cancellations land before, during and after the response.
+            return .respond(status: 200, body: Data("ok".utf8), delay: .milliseconds(index % 3))
+        }
+    } catch {
+        return (false, "could not start the loopback server: \(error)")
+    }
+    defer { server.stop() }
+    switch options.scenario {
+    case .hugeRequestTimeout: return await hugeRequestTimeout(server)
+    case .sessionConfigTimeouts: return await sessionConfigTimeouts(server)
+    case .massCancelDefault:
+        let configuration = NetworkConfiguration(baseURL: server.baseURL)
+        return await massCancel(configuration, server: server, options: options)
+    case .massCancelShared:
+        let configuration = NetworkConfiguration(session: .shared, baseURL: server.baseURL)
+        return await massCancel(configuration, server: server, options: options)
+    }
+}
+
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private typealias Echo = NetworkRequest<VoidRequest, EchoedRequest>
+
+/// Runs `request` and describes a failure, or returns nil if the server echoed the expected path.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func expectEcho(_ client: NetworkClient, _ request: Echo, step: String) async -> String? {
+    progress("step: \(step)")
+    do {
+        let echo = try await client.run(request).value
+        return echo.path == "/\(request.path ?? "")" ? nil : "\(step): the server saw \(echo.path)"
+    } catch {
+        return "\(step): \(error)"
+    }
+}
+
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func hugeRequestTimeout(_ server: LoopbackServer) async -> (Bool, String) {
+    let client = NetworkClient(configuration: NetworkConfiguration(baseURL: server.baseURL))
+    var failures: [String] = []
+    let clamped: [(String, Echo)] = [
+        ("timeoutInterval 1e300", Echo(path: "a", method: .get, timeoutInterval: 1e300)),
+        ("timeoutInterval 9.3e15", Echo(path: "b", method: .get, timeoutInterval: 9.3e15)),
+        ("totalTimeout 1e300", Echo(path: "c", method: .get, totalTimeout: 1e300)),
+        ("totalTimeout infinity", Echo(path: "d", method: .get, totalTimeout: .infinity)),
+    ]
+    for (step, request) in clamped {
+        if let failure = await expectEcho(client, request, step: step) { failures.append(failure) }
+    }
+    // An infinite idle timeout may be clamped or refused before sending; it must not trap.
+    progress("step: timeoutInterval infinity")
+    do {
+        _ = try await client.run(Echo(path: "e", method: .get, timeoutInterval: .infinity))
+    } catch NetworkClientError.invalidRequest {
+    } catch {
+        failures.append("timeoutInterval infinity: \(error)")
+    }
+    return failures.isEmpty ? (true, "5 requests, none trapped or failed") : (false, failures.joined(separator: "; "))
+}
+
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func sessionConfigTimeouts(_ server: LoopbackServer) async -> (Bool, String) {
+    var failures: [String] = []
+    let fields: [(String, ReferenceWritableKeyPath<URLSessionConfiguration, TimeInterval>)] = [
+        ("timeoutIntervalForRequest", \.timeoutIntervalForRequest),
+        ("timeoutIntervalForResource", \.timeoutIntervalForResource),
+    ]
+    for (name, field) in fields {
+        for value in [Double.infinity, .nan, 1e300] {
+            let sessionConfiguration = URLSessionConfiguration.ephemeral
+            sessionConfiguration[keyPath: field] = value
+            let configuration = NetworkConfiguration(
+                sessionConfiguration: sessionConfiguration, baseURL: server.baseURL)
+            let client = NetworkClient(configuration: configuration)
+            let step = "\(name) = \(value)"
+            if let failure = await expectEcho(client, Echo(path: "x", method: .get), step: step) {
+                failures.append(failure)
+            }
+        }
+    }
+    return failures.isEmpty
+        ? (true, "6 session configurations, none trapped or failed") : (false, failures.joined(separator: "; "))
+}
+
+/// SplitMix64: a tiny seeded generator, so that a failing run can be repeated with the same delays.
+private struct SplitMix64 {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+/// Counts of how the calls ended.
+private struct Tally: Sendable {
+    var succeeded = 0
+    var cancelled = 0
+    var other: [String] = []
+
+    mutating func add(_ other: Tally) {
+        succeeded += other.succeeded
+        cancelled += other.cancelled
+        self.other += other.other
+    }
+}
+
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func massCancel(
+    _ configuration: NetworkConfiguration, server: LoopbackServer, options: ProbeOptions
+) async -> (Bool, String) {
+    let client = NetworkClient(configuration: configuration)
+    var random = SplitMix64(state: options.seed)
+    // Drawn up front, in request order: the same seed gives the same delays whatever the scheduling.
+    let delays = (0..<options.count).map { _ in Int(random.next() % 2_001) }  // microseconds
+    let workers = 16
+    let clock = ContinuousClock()
+    let started = clock.now
+    progress("step: \(options.count) requests, seed \(options.seed), \(workers) at a time")
+    let tally = await withTaskGroup(of: Tally.self) { group in
+        for worker in 0..<workers {
+            group.addTask {
+                var tally = Tally()
+                for index in stride(from: worker, to: delays.count, by: workers) {
+                    let call = Task {
+                        try await client.run(NetworkRequest<VoidRequest, Data>(path: "item/\(index)", method: .get))
+                    }
+                    try? await Task.sleep(for: .microseconds(delays[index]))
+                    call.cancel()
+                    switch await call.result {
+                    case .success: tally.succeeded += 1
+                    case .failure(let error) where error is CancellationError: tally.cancelled += 1
+                    case .failure(let error): tally.other.append("request \(index): \(error)")
+                    }
+                }
+                return tally
+            }
+        }
+        var total = Tally()
+        for await part in group { total.add(part) }
+        return total
+    }
+    let seconds =
+        Double((clock.now - started).components.seconds)
+        + Double((clock.now - started).components.attoseconds) / 1e18
+    let summary =
+        "\(options.count) calls (seed \(options.seed)): \(tally.succeeded) succeeded, \(tally.cancelled) cancelled, "
+        + "\(tally.other.count) other, \(server.requestCount) reached the server, "
+        + String(format: "%.1f s", seconds)
+    guard tally.other.isEmpty else {
+        return (false, summary + "; first: " + tally.other.prefix(3).joined(separator: "; "))
+    }
+    return (true, summary)
+}

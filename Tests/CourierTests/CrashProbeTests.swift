@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Calls that can trap the whole process in corelibs Foundation, each run in a child process (`CourierProbe`) so that
+/// a trap fails one test instead of ending the test run. Serialized: the mass-cancellation scenarios keep both cores
+/// busy for several seconds. Their delays are seeded: `COURIER_TEST_SEED` repeats a run (the seed is in the output).
+@Suite("Crash probes", .serialized)
+struct CrashProbeTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A request timeoutInterval or totalTimeout of 1e300 (or infinity) does not trap")
+    func hugeRequestTimeout() async throws {
+        try await expectProbe("huge-request-timeout", timeLimit: .seconds(60))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Session configurations with infinite, NaN or 1e300 timeouts work")
+    func sessionConfigurationTimeouts() async throws {
+        try await expectProbe("session-config-timeouts", timeLimit: .seconds(60))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("5,000 requests cancelled at random with NetworkConfiguration(baseURL:) end in success or cancellation")
+    func massCancelDefault() async throws {
+        try await MemoryHeavyTests.exclusively {
+            try await expectProbe("mass-cancel-default", arguments: massCancelArguments, timeLimit: .seconds(240))
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("5,000 requests cancelled at random with URLSession.shared end in success or cancellation")
+    func massCancelShared() async throws {
+        try await MemoryHeavyTests.exclusively {
+            try await expectProbe("mass-cancel-shared", arguments: massCancelArguments, timeLimit: .seconds(240))
+        }
+    }
+}
+
+/// The seed (`COURIER_TEST_SEED`, to repeat a run) and the count of the mass-cancellation probes: 5,000 calls, or
+/// 1,000 under the thread sanitizer, where the instrumented probe is several times slower and would starve the timing
+/// tests that run beside it (the plain run keeps the 5,000 that made corelibs' shared session crash every time).
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private var massCancelArguments: [String] {
+    let seed = InputEncodingTests.seed(default: 2_026)
+    return ["--seed", "\(seed)", "--count", isThreadSanitized ? "1000" : "5000"]
+}
+
+/// Whether this process runs under the thread sanitizer (its runtime is linked in).
+private let isThreadSanitized: Bool = {
+    #if canImport(Glibc)
+    return dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil  // RTLD_DEFAULT
+    #else
+    return dlsym(UnsafeMutableRawPointer(bitPattern: -2), "__tsan_init") != nil  // RTLD_DEFAULT on Darwin
+    #endif
+}()
+
+/// Runs `CourierProbe <scenario>` and records an issue unless it exits with status 0 within `timeLimit`; the
+/// probe's output (its one-line result, or the crash report) is part of the issue.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func expectProbe(
+    _ scenario: String, arguments: [String] = [], timeLimit: Duration, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let outcome = try await runProbe(scenario, arguments: arguments, timeLimit: timeLimit)
+    let behaved = outcome.behaved
+    #expect(
+        behaved,
+        "CourierProbe \(scenario) \(outcome.ending)\n\(outcome.excerpt)", sourceLocation: sourceLocation)
+}
+
+/// How a `CourierProbe` run ended.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+struct ProbeOutcome: Sendable {
+    /// The exit status, or the signal number when `signaled`.
+    let status: Int32
+    /// Whether the process was ended by a signal (a trap is SIGILL or SIGTRAP).
+    let signaled: Bool
+    /// Whether the helper killed it for running past the time limit.
+    let timedOut: Bool
+    /// Standard output and standard error, interleaved.
+    let output: String
+
+    var behaved: Bool {
+        !signaled && !timedOut && status == 0
+    }
+
+    var ending: String {
+        if timedOut { return "did not finish in time and was killed" }
+        return signaled ? "was killed by signal \(status) (a crash)" : "exited with status \(status)"
+    }
+
+    /// The output, without the bulk of a crash report's thread list.
+    var excerpt: String {
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count > 40 else { return output }
+        return (lines.prefix(30) + ["[… \(lines.count - 40) lines …]"] + lines.suffix(10)).joined(separator: "\n")
+    }
+}
+
+/// The error thrown when the probe executable cannot be found or started.
+struct ProbeUnavailable: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The `CourierProbe` executable that `swift build` put next to the test bundle (`COURIER_PROBE` overrides it).
+func probeExecutable() throws -> URL {
+    if let path = ProcessInfo.processInfo.environment["COURIER_PROBE"] { return URL(fileURLWithPath: path) }
+    var candidates: [URL] = []
+    // Linux: the test bundle is the executable itself (…/debug/CourierPackageTests.xctest). macOS: a bundle loaded
+    // by xctest or swiftpm-testing-helper, inside the same directory.
+    candidates += Bundle.allBundles.map(\.bundleURL).filter { $0.pathExtension == "xctest" }
+    if let executable = Bundle.main.executableURL { candidates.append(executable) }
+    candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]))
+    for candidate in candidates {
+        var directory = candidate.deletingLastPathComponent()
+        // Leave any bundle the path is inside of (…/X.xctest/Contents/MacOS/X).
+        while directory.path.contains(".xctest") && directory.path != "/" {
+            directory = directory.deletingLastPathComponent()
+        }
+        let probe = directory.appendingPathComponent("CourierProbe")
+        if FileManager.default.isExecutableFile(atPath: probe.path) { return probe }
+    }
+    throw ProbeUnavailable(description: "CourierProbe not found next to \(candidates.map(\.path)); run swift build")
+}
+
+/// Runs the probe as a child process, killing it if it runs past `timeLimit`.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func runProbe(_ scenario: String, arguments: [String] = [], timeLimit: Duration) async throws -> ProbeOutcome {
+    let executable = try probeExecutable()
+    let outputURL = FileManager.default.temporaryDirectory
+        .appendingPathComponent("CourierProbe-\(scenario)-\(UUID().uuidString).log")
+    guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
+        throw ProbeUnavailable(description: "cannot create \(outputURL.path)")
+    }
+    defer { try? FileManager.default.removeItem(at: outputURL) }
+    let output = try FileHandle(forWritingTo: outputURL)
+    defer { try? output.close() }
+
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = [scenario] + arguments
+    process.standardOutput = output
+    process.standardError = output
+    process.standardInput = FileHandle.nullDevice
+    let killer = ProbeKiller()
+    let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
+    // A file, not a pipe: a chatty crash report can never fill a pipe buffer and block the child.
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        process.terminationHandler = { _ in continuation.resume() }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+            return
+        }
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            killer.kill(pid, ifRunning: process)
+        }
+    }
+    let text = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "<unreadable output>"
+    return ProbeOutcome(
+        status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+        timedOut: killer.didKill, output: text)
+}
+
+/// Kills a probe that ran past its time limit, and remembers that it did.
+private final class ProbeKiller: @unchecked Sendable {  // `killed` is guarded by `lock`.
+    private let lock = NSLock()
+    private var killed = false
+
+    var didKill: Bool {
+        lock.withLock { killed }
+    }
+
+    func kill(_ pid: Int32, ifRunning process: Process) {
+        guard process.isRunning else { return }
+        lock.withLock { killed = true }
+        #if canImport(Glibc)
+        _ = Glibc.kill(pid, SIGKILL)
+        #else
+        _ = Darwin.kill(pid, SIGKILL)
+        #endif
+    }
+}
