@@ -86,7 +86,7 @@ public struct BearerTokenAuthenticator: Authenticator {
 }
 
 /// Why ``AuthenticatingClient`` gave up on a request without asking the authenticator again.
-public enum AuthenticationError: Error, Sendable, CustomStringConvertible {
+public enum AuthenticationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// More than `limit` renewals were needed within `window` seconds: the server keeps rejecting fresh credentials,
     /// so the client stops rather than renewing in a loop. The next request after the window tries again.
     case tooManyRefreshes(limit: Int, window: TimeInterval)
