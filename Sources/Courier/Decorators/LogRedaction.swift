@@ -121,10 +121,31 @@ struct LogRedactor: Sendable {
         return prefix[..<schemeEnd] + Self.redacted + prefix[at...]
     }
 
-    /// A bounded, printable prefix of a body with the named JSON or form fields redacted; `nil` for an empty body.
-    func body(_ data: Data, limit: Int) -> String? {
+    /// The secrets in redacted header values and query values of a request, to scrub from bodies that repeat them
+    /// (an echo, an error page): each value, and for `Bearer abc` also `abc`. Values under 4 characters are left out,
+    /// since replacing them would garble the body without protecting anything.
+    func secrets(headers: [String: String]?, queryItems: [URLQueryItem]?) -> [String] {
+        var secrets: [String] = []
+        for (name, value) in headers ?? [:] where self.headers.contains(name.lowercased()) {
+            secrets.append(value)
+            if let space = value.lastIndex(of: " ") { secrets.append(String(value[value.index(after: space)...])) }
+        }
+        for item in queryItems ?? [] where queryParameters.contains(item.name.lowercased()) {
+            if let value = item.value { secrets.append(value) }
+        }
+        // Longest first, so that `Bearer abc` is replaced whole before `abc`.
+        return secrets.filter { $0.count >= 4 }.sorted { $0.count > $1.count }
+    }
+
+    /// A bounded, printable prefix of a body with the named JSON or form fields redacted, and any of `secrets`
+    /// replaced; `nil` for an empty body.
+    func body(_ data: Data, limit: Int, scrubbing secrets: [String] = []) -> String? {
         guard !data.isEmpty else { return nil }
         var data = data
+        if !secrets.isEmpty, var text = String(data: data, encoding: .utf8), secrets.contains(where: text.contains) {
+            for secret in secrets { text = text.replacingOccurrences(of: secret, with: Self.redacted) }
+            data = Data(text.utf8)
+        }
         if !bodyFields.isEmpty {
             if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) {
                 var changed = false

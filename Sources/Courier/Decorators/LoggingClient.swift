@@ -113,8 +113,11 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
             requestHeaders = redacted(request.additionalHeaders?.map { ($0.key, $0.value) } ?? [])
             responseHeaders = redacted(
                 response?.allHeaderFields.map { ("\($0.key)", "\($0.value)") } ?? [])
-            requestBody = self.requestBody(request).flatMap { redactor.body($0, limit: maximumBodyLength) }
-            responseBody = data.flatMap { redactor.body($0, limit: maximumBodyLength) }
+            let secrets = redactor.secrets(headers: request.additionalHeaders, queryItems: request.queryItems)
+            requestBody = self.requestBody(request).flatMap {
+                redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
+            }
+            responseBody = data.flatMap { redactor.body($0, limit: maximumBodyLength, scrubbing: secrets) }
         }
         sink(
             LogEntry(
