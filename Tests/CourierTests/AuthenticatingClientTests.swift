@@ -69,7 +69,9 @@ struct AuthenticatingClientTests {
         let client = server.client().authenticated(by: store.authenticator)
         try await withThrowingTaskGroup(of: String?.self) { group in
             for index in 0..<50 {
-                group.addTask { try await client.run(Echo(path: "item/\(index)", method: .get)).value.header("authorization") }
+                group.addTask {
+                    try await client.run(Echo(path: "item/\(index)", method: .get)).value.header("authorization")
+                }
             }
             var successes = 0
             for try await authorization in group {
@@ -157,7 +159,8 @@ struct AuthenticatingClientTests {
         let slow = Task { try await client.run(Echo(path: "slow", method: .get)).value }
         #expect(await eventually { server.inProgressRequests == 1 })
         // Meanwhile another request is rejected and renews the token.
-        #expect(try await client.run(Echo(path: "fast", method: .get)).value.header("Authorization") == "Bearer fresh-1")
+        #expect(
+            try await client.run(Echo(path: "fast", method: .get)).value.header("Authorization") == "Bearer fresh-1")
         #expect(store.refreshes == ["expired"])
         gate.open()
         #expect(try await slow.value.header("Authorization") == "Bearer fresh-1")

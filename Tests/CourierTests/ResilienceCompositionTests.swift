@@ -35,7 +35,9 @@ struct ResilienceCompositionTests {
         let firstLines = log.lines.map { String($0.prefix { $0 != "\n" }) }
         #expect(firstLines.count == 3)
         #expect(firstLines.first == "GET \(origin)/me -> 503, 12 ms, 0 bytes, error: unacceptableStatusCode(503)")
-        #expect(firstLines.dropFirst().first == "GET \(origin)/me -> 401, 12 ms, 0 bytes, error: unacceptableStatusCode(401)")
+        #expect(
+            firstLines.dropFirst().first
+                == "GET \(origin)/me -> 401, 12 ms, 0 bytes, error: unacceptableStatusCode(401)")
         #expect(firstLines.last?.hasPrefix("GET \(origin)/me -> 200, 12 ms, ") == true)
         #expect(log.all.allSatisfy { $0.requestHeaders.map(\.value) == ["<redacted>"] })
         // The echo body repeats the Authorization header: the credential is scrubbed from bodies too.

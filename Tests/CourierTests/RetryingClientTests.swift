@@ -315,7 +315,8 @@ struct RetryingClientTests {
         let garbage = try LoopbackServer { _ in .respond(status: 200, body: Data("x".utf8)) }
         let always = RetryPolicy(shouldRetry: { _, _ in true })
         await #expect(throws: NetworkClientError.self) {
-            try await garbage.retryingClient(always, time: VirtualTime()).run(NetworkRequest<VoidRequest, Post>(method: .get))
+            try await garbage.retryingClient(always, time: VirtualTime()).run(
+                NetworkRequest<VoidRequest, Post>(method: .get))
         }
         #expect(garbage.requestCount == 1)
     }

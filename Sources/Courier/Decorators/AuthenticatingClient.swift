@@ -80,7 +80,7 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         }
         do {
             return try await wrapped.run(authorized(networkRequest, with: credential))
-        } catch where authenticator.isRejection(error) {
+        } catch  where authenticator.isRejection(error) {
             let renewed = try await renewedCredential(rejected: credential, sentGeneration: sentGeneration)
             try Task.checkCancellation()
             return try await wrapped.run(authorized(networkRequest, with: renewed))

@@ -83,7 +83,8 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
         do {
             let response = try await wrapped.run(networkRequest)
             log(
-                networkRequest, start: start, status: response.statusCode, response: response.response as? HTTPURLResponse,
+                networkRequest, start: start, status: response.statusCode,
+                response: response.response as? HTTPURLResponse,
                 data: response.data, error: nil)
             return response
         } catch {
