@@ -44,7 +44,7 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     public let responseBody: String?
 
     let redactor: LogRedactor
-    let base: BaseURL?
+    let base: LogRedactor.LoggedBase?
     let path: String?
     let queryItems: [URLQueryItem]?
 
@@ -66,11 +66,23 @@ public struct LogEntry: Sendable, CustomStringConvertible {
 
     /// The formatted entry: one line at ``LogLevel/info``, more lines at ``LogLevel/debug``.
     public var description: String {
-        var text = "\(method.rawValue) \(url) -> "
+        var text = method.rawValue
+        text += " "
+        text += url
+        text += " -> "
         text += statusCode.map(String.init) ?? "failed"
-        text += ", \(milliseconds) ms"
-        if let responseSize { text += ", \(responseSize) bytes" }
-        if let errorCase { text += ", error: \(errorCase)" }
+        text += ", "
+        text += String(milliseconds)
+        text += " ms"
+        if let responseSize {
+            text += ", "
+            text += String(responseSize)
+            text += " bytes"
+        }
+        if let errorCase {
+            text += ", error: "
+            text += errorCase
+        }
         guard level == .debug else { return text }
         var lines = [text]
         lines += redactor.headerLines(requestHeaders, prefix: "  > ")

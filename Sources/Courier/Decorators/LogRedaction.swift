@@ -72,31 +72,54 @@ struct LogRedactor: Sendable {
         }
     }
 
+    /// A base URL as it is written in logs: user info and the named query values redacted. Made once per base URL
+    /// (once per client for the configured one), so that formatting an entry only appends.
+    struct LoggedBase: Sendable {
+        /// Up to the query, without trailing slashes: a path is appended after one `/`.
+        let prefix: String
+        /// Up to the query, as given: used when the path is empty.
+        let prefixAsGiven: String
+        /// The base URL's own query, redacted; empty if it has none.
+        let query: String
+    }
+
+    func loggedBase(_ base: BaseURL) -> LoggedBase {
+        var query = ""
+        if let baseQuery = base.query, !baseQuery.isEmpty {
+            for (index, pair) in baseQuery.split(separator: "&", omittingEmptySubsequences: false).enumerated() {
+                if index > 0 { query += "&" }
+                let name = pair.prefix { $0 != "=" }
+                let decodedName = String(name).removingPercentEncoding ?? String(name)
+                if name.count < pair.count, queryParameters.contains(decodedName.lowercased()) {
+                    query += name + "=" + Self.redacted
+                } else {
+                    query += pair
+                }
+            }
+        }
+        return LoggedBase(
+            prefix: String(Self.redactingUserInfo(base.prefix)),
+            prefixAsGiven: String(Self.redactingUserInfo(base.prefixAsGiven)), query: query)
+    }
+
     /// `scheme://host:port/path?query` from a base URL, a request path and query items, with user info and the
     /// named query values redacted. Built as text: nothing is parsed or resolved.
-    func url(base: BaseURL?, path: String?, queryItems: [URLQueryItem]?) -> String {
-        var text = ""
+    func url(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?) -> String {
         let relativePath = (try? BaseURL.relative(path ?? "")) ?? Substring(path ?? "")
+        var text = ""
         if let base {
-            text += redactingUserInfo(relativePath.isEmpty ? base.prefixAsGiven : base.prefix)
+            text.reserveCapacity(base.prefix.utf8.count + relativePath.utf8.count + (queryItems?.count ?? 0) * 24 + 8)
+            text += relativePath.isEmpty ? base.prefixAsGiven : base.prefix
         }
         if !relativePath.isEmpty {
             text += "/"
             PercentEncoding.append(relativePath, keeping: .pathCharacters, to: &text)
         }
         var separator = "?"
-        if let query = base?.query, !query.isEmpty {
-            for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
-                text += separator
-                separator = "&"
-                let name = pair.prefix { $0 != "=" }
-                let decodedName = String(name).removingPercentEncoding ?? String(name)
-                if name.count < pair.count, queryParameters.contains(decodedName.lowercased()) {
-                    text += name + "=" + Self.redacted
-                } else {
-                    text += pair
-                }
-            }
+        if let base, !base.query.isEmpty {
+            text += separator
+            text += base.query
+            separator = "&"
         }
         for item in queryItems ?? [] {
             text += separator
@@ -114,11 +137,15 @@ struct LogRedactor: Sendable {
     }
 
     /// `https://user:secret@host` as `https://<redacted>@host`.
-    private func redactingUserInfo(_ prefix: Substring) -> Substring {
-        guard let schemeEnd = prefix.range(of: "://")?.upperBound else { return prefix }
-        let authorityEnd = prefix[schemeEnd...].firstIndex(of: "/") ?? prefix.endIndex
-        guard let at = prefix[schemeEnd..<authorityEnd].lastIndex(of: "@") else { return prefix }
-        return prefix[..<schemeEnd] + Self.redacted + prefix[at...]
+    static func redactingUserInfo(_ prefix: Substring) -> Substring {
+        let utf8 = prefix.utf8
+        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")), utf8[colon...].starts(with: "://".utf8) else {
+            return prefix
+        }
+        let authorityStart = utf8.index(colon, offsetBy: 3)
+        let authorityEnd = utf8[authorityStart...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+        guard let at = utf8[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return prefix }
+        return prefix[..<authorityStart] + Self.redacted + prefix[at...]
     }
 
     /// The secrets in redacted header values and query values of a request, to scrub from bodies that repeat them

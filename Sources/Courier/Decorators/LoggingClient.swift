@@ -38,6 +38,8 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
 
     private let redactor: LogRedactor
     private let configuration: NetworkConfiguration?
+    /// The configured base URL as logged, redacted once.
+    private let configuredBase: LogRedactor.LoggedBase?
     /// Nanoseconds on a monotonic clock; injected by tests.
     private let now: @Sendable () -> UInt64
 
@@ -70,7 +72,9 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
         self.now = now
         let configuration = ClientChain.configuration(of: client)
         self.configuration = configuration
-        self.redactor = LogRedactor(redaction, sensitiveHeaders: configuration?.sensitiveHeaders ?? [])
+        let redactor = LogRedactor(redaction, sensitiveHeaders: configuration?.sensitiveHeaders ?? [])
+        self.redactor = redactor
+        self.configuredBase = configuration.map { redactor.loggedBase($0.base) }
     }
 
     /// Runs `networkRequest` through the wrapped client and logs its outcome.
@@ -125,7 +129,7 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
                 level: level, method: request.method, statusCode: status, duration: duration,
                 responseSize: data?.count, error: error, requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders, requestBody: requestBody, responseBody: responseBody,
-                redactor: redactor, base: request.baseURL.map(BaseURL.init) ?? configuration?.base,
+                redactor: redactor, base: request.baseURL.map { redactor.loggedBase(BaseURL($0)) } ?? configuredBase,
                 path: request.path, queryItems: request.queryItems))
     }
 
