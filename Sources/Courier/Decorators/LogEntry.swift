@@ -68,7 +68,7 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     public var description: String {
         var text = method.rawValue
         text += " "
-        text += url
+        redactor.appendURL(base: base, path: path, queryItems: queryItems, to: &text)
         text += " -> "
         text += statusCode.map(String.init) ?? "failed"
         text += ", "

@@ -105,10 +105,18 @@ struct LogRedactor: Sendable {
     /// `scheme://host:port/path?query` from a base URL, a request path and query items, with user info and the
     /// named query values redacted. Built as text: nothing is parsed or resolved.
     func url(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?) -> String {
-        let relativePath = (try? BaseURL.relative(path ?? "")) ?? Substring(path ?? "")
         var text = ""
+        appendURL(base: base, path: path, queryItems: queryItems, to: &text)
+        return text
+    }
+
+    /// Appends ``url(base:path:queryItems:)`` to `text`, reserving room for it.
+    func appendURL(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?, to text: inout String) {
+        let relativePath = (try? BaseURL.relative(path ?? "")) ?? Substring(path ?? "")
+        text.reserveCapacity(
+            text.utf8.count + (base?.prefix.utf8.count ?? 0) + relativePath.utf8.count * 3
+                + (queryItems?.count ?? 0) * 24 + 64)
         if let base {
-            text.reserveCapacity(base.prefix.utf8.count + relativePath.utf8.count + (queryItems?.count ?? 0) * 24 + 8)
             text += relativePath.isEmpty ? base.prefixAsGiven : base.prefix
         }
         if !relativePath.isEmpty {
@@ -133,7 +141,6 @@ struct LogRedactor: Sendable {
                 PercentEncoding.append(value, keeping: .unreserved, to: &text)
             }
         }
-        return text
     }
 
     /// `https://user:secret@host` as `https://<redacted>@host`.
