@@ -99,11 +99,9 @@ struct LoggingClientTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Info: a transport failure and a cancellation")
     func transportAndCancellation() async throws {
-        let gone = try echoServer()
-        let configuration = gone.configuration()
-        gone.stop()
+        let gone = RefusingPort()
         let log = LogCollector()
-        let client = loggingClient(NetworkClient(configuration: configuration), level: .info, to: log)
+        let client = loggingClient(NetworkClient(configuration: gone.configuration()), level: .info, to: log)
         await #expect(throws: NetworkClientError.self) { try await client.run(Echo(path: "p", method: .head)) }
 
         let hanging = try LoopbackServer { _ in .hang }
@@ -180,9 +178,8 @@ struct LoggingClientTests {
                 status: request.path == "/ok" ? 200 : 401,
                 headers: [ServerHeader(name: "Set-Cookie", value: "sid=\(secret)")], body: body)
         }
-        let gone = try echoServer()
-        let goneURL = URL(string: "http://ann:\(secret)@127.0.0.1:\(gone.port)")!
-        gone.stop()
+        let gone = RefusingPort()
+        let goneURL = gone.url(userInfo: "ann:\(secret)@")
         for level in LogLevel.allCases {
             let log = LogCollector()
             let redaction = LogRedaction(headers: ["X-Custom-Secret"], queryParameters: ["sig", "access_token"])

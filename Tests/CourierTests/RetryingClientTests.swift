@@ -4,6 +4,56 @@ import Testing
 
 @testable import Courier
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A port on 127.0.0.1 that refuses connections: bound but never listening, so that no other test's server can take
+/// it while the test runs (a stopped server's port can be reused at once by a server of a test running in parallel).
+final class RefusingPort: Sendable {
+    let port: Int
+    private let fd: Int32
+
+    init() {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        _ = inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// `http://127.0.0.1:<port>`, optionally with user info.
+    func url(userInfo: String = "") -> URL {
+        URL(string: "http://\(userInfo)127.0.0.1:\(port)")!
+    }
+
+    /// A configuration pointed at this port.
+    func configuration() -> NetworkConfiguration {
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.timeoutIntervalForRequest = 10
+        return NetworkConfiguration(sessionConfiguration: sessionConfiguration, baseURL: url())
+    }
+}
+
 /// SplitMix64: a small seeded generator, so that the jittered delays are known in advance.
 struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
@@ -280,9 +330,8 @@ struct RetryingClientTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A server that is gone: every attempt made, the transport error unchanged")
     func cannotConnect() async throws {
-        let server = try echoServer()
-        let configuration = server.configuration()
-        server.stop()
+        let refusing = RefusingPort()
+        let configuration = refusing.configuration()
         let time = VirtualTime()
         let client = RetryingClient(
             wrapping: NetworkClient(configuration: configuration), policy: RetryPolicy(), environment: time.environment)
