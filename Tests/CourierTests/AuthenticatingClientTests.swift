@@ -169,6 +169,33 @@ struct AuthenticatingClientTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A request rejected just after a refresh of its token failed gets that failure, not a second refresh")
+    func lateRejectionAfterFailedRefresh() async throws {
+        let gate = Gate()
+        let server = try LoopbackServer { request in
+            if request.header("Authorization") == "Bearer fresh-2" { return .echo }
+            if request.path == "/slow" { gate.wait() }
+            return .respond(status: 401)
+        }
+        let store = TokenStore(token: "expired") { _, count in
+            guard count > 1 else { throw TokenError.revoked }
+            return "fresh-\(count)"
+        }
+        let client = server.client().authenticated(by: store.authenticator)
+        let slow = Task { try await client.run(Echo(path: "slow", method: .get)) }
+        #expect(await eventually { server.inProgressRequests == 1 })
+        await #expect(throws: TokenError.revoked) { try await client.run(Echo(path: "fast", method: .get)) }
+        gate.open()
+        await #expect(throws: TokenError.revoked) { try await slow.value }
+        #expect(store.refreshes == ["expired"])
+        #expect(server.requestCount == 2)
+
+        // A request that starts after the failure tries anew.
+        #expect(try await client.run(Echo(method: .get)).value.header("Authorization") == "Bearer fresh-2")
+        #expect(store.refreshes == ["expired", "expired"])
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("More than 3 refreshes within the window end with tooManyRefreshes instead of a storm")
     func refreshStorm() async throws {
         let server = try LoopbackServer { _ in .respond(status: 401) }

@@ -12,8 +12,8 @@ import FoundationNetworking
 ///   a credential older than the latest renewed one is sent again with the latest, without another renewal. A
 ///   request that starts while a renewal runs waits for it rather than sending a credential about to be replaced.
 /// - **Once.** A request is sent again at most once: a second rejection is its outcome (the 401 error, unchanged).
-/// - **Failure.** A renewal that throws fails every request waiting for it with that error; the next rejection
-///   renews anew.
+/// - **Failure.** A renewal that throws fails every request waiting for it with that error, and every request that
+///   was sent with the same credential before it failed; a request that starts after the failure renews anew.
 /// - **No storm.** More than ``maximumRefreshes`` renewals (3 by default) within ``refreshWindow`` seconds (60 by
 ///   default) fail with ``AuthenticationError/tooManyRefreshes(limit:window:)`` instead of renewing again.
 /// - **Only where it belongs.** The credential goes only to requests that use the configured base URL (no
@@ -67,7 +67,7 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         guard receivesCredential(networkRequest) else { return try await wrapped.run(networkRequest) }
-        let (generation, renewal) = state.withLock { ($0.generation, $0.renewal) }
+        let (generation, failures, renewal) = state.withLock { ($0.generation, $0.failures, $0.renewal) }
         let credential: Authenticator.Credential
         let sentGeneration: Int
         if let renewal {
@@ -81,7 +81,8 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         do {
             return try await wrapped.run(authorized(networkRequest, with: credential))
         } catch  where authenticator.isRejection(error) {
-            let renewed = try await renewedCredential(rejected: credential, sentGeneration: sentGeneration)
+            let renewed = try await renewedCredential(
+                rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: failures)
             try Task.checkCancellation()
             return try await wrapped.run(authorized(networkRequest, with: renewed))
         }
@@ -106,14 +107,19 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     }
 
     /// The credential to send again with: the latest renewed one if `rejected` is older, else the outcome of the one
-    /// renewal for it (started here or already running).
+    /// renewal for it (started here or already running). A request sent with `rejected` before a renewal of
+    /// `rejected` failed fails with that renewal's error, like the requests that waited for it: whether its 401
+    /// arrived a moment before or after the failure is chance, and must not start a second renewal.
     private func renewedCredential(
-        rejected: Authenticator.Credential, sentGeneration: Int
+        rejected: Authenticator.Credential, sentGeneration: Int, failuresBeforeSending: Int
     ) async throws -> Authenticator.Credential {
         let next = try state.withLock { table -> Next in
             if let renewal = table.renewal { return .wait(renewal.task) }
             if table.generation > sentGeneration, let latest = table.latest, latest != rejected {
                 return .use(latest)
+            }
+            if table.failures > failuresBeforeSending, let failure = table.lastFailure, failure.rejected == rejected {
+                throw failure.error
             }
             let now = Date()
             table.recentRenewals.removeAll { now.timeIntervalSince($0) > refreshWindow }
@@ -134,7 +140,11 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
                     }
                     return renewed
                 } catch {
-                    state.withLock { $0.renewal = nil }
+                    state.withLock { state in
+                        state.renewal = nil
+                        state.failures += 1
+                        state.lastFailure = Failure(rejected: rejected, error: error)
+                    }
                     throw error
                 }
             }
@@ -155,6 +165,11 @@ extension AuthenticatingClient {
         let task: Task<Authenticator.Credential, any Error>
     }
 
+    private struct Failure: Sendable {
+        let rejected: Authenticator.Credential
+        let error: any Error
+    }
+
     private struct State: Sendable {
         /// Incremented by each successful renewal.
         var generation = 0
@@ -162,6 +177,10 @@ extension AuthenticatingClient {
         var latest: Authenticator.Credential?
         /// The renewal in progress, if any.
         var renewal: Renewal?
+        /// Incremented by each failed renewal.
+        var failures = 0
+        /// The last failed renewal: what it renewed and what it threw.
+        var lastFailure: Failure?
         /// When the renewals within the window started.
         var recentRenewals: [Date] = []
     }
