@@ -54,23 +54,6 @@ final class RefusingPort: Sendable {
     }
 }
 
-/// SplitMix64: a small seeded generator, so that the jittered delays are known in advance.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A virtual clock for ``RetryingClient``: sleeping records the delay and moves the clock, nothing really waits.
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class VirtualTime: Sendable {
@@ -81,7 +64,7 @@ final class VirtualTime: Sendable {
         var now = VirtualTime.start
         var sleeps: [TimeInterval] = []
         var ranges: [ClosedRange<TimeInterval>] = []
-        var generator: SeededGenerator
+        var generator: SplitMix64
     }
 
     private let state: Locked<State>
@@ -89,7 +72,7 @@ final class VirtualTime: Sendable {
 
     /// - Parameter longestWaits: Draw every jittered wait at the top of its range, for exact budgets.
     init(seed: UInt64 = 42, longestWaits: Bool = false) {
-        state = Locked(State(generator: SeededGenerator(seed: seed)))
+        state = Locked(State(generator: SplitMix64(seed: seed)))
         self.longestWaits = longestWaits
     }
 
@@ -167,7 +150,7 @@ struct RetryingClientTests {
         let echo = try await server.retryingClient(time: time).run(Echo(path: "r", method: .get)).value
         #expect(echo.path == "/r")
         #expect(server.requestCount == 3)
-        var expected = SeededGenerator(seed: 7)
+        var expected = SplitMix64(seed: 7)
         let first = Double.random(in: 0...0.5, using: &expected)
         let second = Double.random(in: 0...1.0, using: &expected)
         #expect(time.ranges == [0...0.5, 0...1.0])
@@ -235,7 +218,7 @@ struct RetryingClientTests {
         let server = try failingThenEcho([status(503, [ServerHeader(name: "Retry-After", value: "soon, maybe")])])
         let time = VirtualTime(seed: 3)
         _ = try await server.retryingClient(time: time).run(Echo(method: .get))
-        var expected = SeededGenerator(seed: 3)
+        var expected = SplitMix64(seed: 3)
         #expect(time.sleeps == [Double.random(in: 0...0.5, using: &expected)])
         #expect(server.requestCount == 2)
     }

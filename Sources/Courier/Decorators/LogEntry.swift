@@ -112,6 +112,7 @@ public struct LogEntry: Sendable, CustomStringConvertible {
         case .decodingFailed: return "decodingFailed"
         case .responseTooLarge(let limit): return "responseTooLarge(\(limit))"
         case .redirectRefused: return "redirectRefused"
+        case .fileAccessFailed: return "fileAccessFailed"
         }
     }
 

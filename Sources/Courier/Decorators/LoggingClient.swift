@@ -119,8 +119,14 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
             responseHeaders = redacted(
                 response?.allHeaderFields.map { ("\($0.key)", "\($0.value)") } ?? [])
             let secrets = redactor.secrets(headers: request.additionalHeaders, queryItems: request.queryItems)
-            requestBody = self.requestBody(request).flatMap {
-                redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
+            if request.body != nil, RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self
+            {
+                // Streamed from files when sent: never read into memory for a log line.
+                requestBody = "<\(RequestModel.self) body, not shown>"
+            } else {
+                requestBody = self.requestBody(request).flatMap {
+                    redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
+                }
             }
             responseBody = data.flatMap { redactor.body($0, limit: maximumBodyLength, scrubbing: secrets) }
         }

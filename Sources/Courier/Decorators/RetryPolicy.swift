@@ -22,8 +22,8 @@ import FoundationNetworking
 /// Never retried, whatever the policy: `CancellationError`, ``NetworkClientError/invalidURL(reason:)``,
 /// ``NetworkClientError/invalidHeader(name:reason:)``, ``NetworkClientError/invalidRequest(reason:)``,
 /// ``NetworkClientError/encodingFailed(underlying:)``, ``NetworkClientError/interceptorFailed(underlying:)``,
-/// ``NetworkClientError/decodingFailed(underlying:data:)``, ``NetworkClientError/responseTooLarge(limit:)`` and
-/// ``NetworkClientError/redirectRefused(reason:)``.
+/// ``NetworkClientError/decodingFailed(underlying:data:)``, ``NetworkClientError/responseTooLarge(limit:)``,
+/// ``NetworkClientError/redirectRefused(reason:)`` and ``NetworkClientError/fileAccessFailed(url:reason:)``.
 public struct RetryPolicy: Sendable {
     /// How many times a request is sent at most, the first time included; `3` by default. `1` never retries.
     public var maxAttempts: Int
@@ -121,7 +121,7 @@ public struct RetryPolicy: Sendable {
         }
         switch error {
         case .invalidURL, .invalidHeader, .invalidRequest, .encodingFailed, .interceptorFailed, .decodingFailed,
-            .responseTooLarge, .redirectRefused:
+            .responseTooLarge, .redirectRefused, .fileAccessFailed:
             return .never
         case .transportFailed(let urlError):
             if urlError.code == .cancelled { return .never }
