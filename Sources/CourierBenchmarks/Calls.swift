@@ -64,11 +64,14 @@ struct RawCalls: Sendable {
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct CourierCalls<Client: NetworkClientProtocol>: Sendable {
     let client: Client
+    /// Headers added to every small GET; none by default.
+    var headers: [String: String]?
 
     /// GETs `/small.json?i=<index>` and decodes a ``SmallItem``.
     func small(_ index: Int) async throws {
         let request = NetworkRequest<VoidRequest, SmallItem>(
-            path: EndpointPath.small, method: .get, queryItems: [URLQueryItem(name: "i", value: String(index))])
+            path: EndpointPath.small, method: .get, queryItems: [URLQueryItem(name: "i", value: String(index))],
+            additionalHeaders: headers)
         _ = try await client.run(request)
     }
 

@@ -29,6 +29,13 @@ struct Options: Sendable {
         case rawOwnSession = "raw-own-session"
         /// Courier on the session it makes from `.default`.
         case courierOwnSession = "courier-own-session"
+        /// Courier sending the same `Authorization: Bearer` header as `resilient`, without decorators: the baseline
+        /// that tells the decorators' cost apart from corelibs' cost of one more header.
+        case courierBearer = "courier-bearer"
+        /// The recommended resilience stack: `logged(…).retrying().authenticated(by:).deduplicated()`, happy path.
+        case resilient
+        /// The same stack without `.deduplicated()`: the three resilience decorators alone.
+        case resilientNoDedup = "resilient-no-dedup"
     }
 
     var mode = Mode.benchmark
@@ -64,9 +71,12 @@ struct Options: Sendable {
                               write small.json, large.json, post and a sample nginx.conf into DIR, then exit
 
         Profiling (for valgrind --tool=callgrind):
-          --profile raw|raw-accept|courier|dedup|sequential|raw-own-session|courier-own-session [--count N] [--base-url URL]
+          --profile raw|raw-accept|courier|dedup|sequential|raw-own-session|courier-own-session|courier-bearer|
+                    resilient|resilient-no-dedup [--count N] [--base-url URL]
                               run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
-                              (raw-accept: raw plus the Accept header Courier sends)
+                              (raw-accept: raw plus the Accept header Courier sends; resilient: the client
+                              .logged(level: .info).retrying().authenticated(by: bearer).deduplicated(), every log
+                              line formatted; courier-bearer: the bare client sending the same bearer header)
           --serve             run only the in-process server, print its base URL, and serve until killed
 
         Memory (one request per process, then the peak resident set from getrusage; run each in its own process):

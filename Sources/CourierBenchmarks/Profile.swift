@@ -17,6 +17,9 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
         case .sequential: { [sequential = clients.sequential] in try await sequential.small($0) }
         case .rawOwnSession: { [raw = clients.rawOwnSession] in try await raw.small($0) }
         case .courierOwnSession: { [courier = clients.courierOwnSession] in try await courier.small($0) }
+        case .courierBearer: { [courier = clients.courierBearer] in try await courier.small($0) }
+        case .resilient: { [resilient = clients.resilient] in try await resilient.small($0) }
+        case .resilientNoDedup: { [resilient = clients.resilientNoDedup] in try await resilient.small($0) }
         }
     let warmUp = 20
     try await runChunk(count: warmUp, concurrency: 1, firstIndex: 0, operation: operation)
@@ -24,6 +27,9 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
         try await runChunk(count: count, concurrency: 1, firstIndex: warmUp, operation: operation)
     }
     let perRequest = count > 0 ? format(sample.cpuSeconds / Double(count) * 1_000, digits: 3) : "-"
+    if client == .resilient || client == .resilientNoDedup {
+        printError("profile \(client.rawValue): \(clients.logBytes.lines) log lines, \(clients.logBytes.bytes) bytes")
+    }
     printError(
         "profile \(client.rawValue): \(count) requests in \(format(sample.wallSeconds, digits: 3)) s, "
             + "\(perRequest) CPU ms/request")

@@ -41,6 +41,14 @@ struct Clients: Sendable {
     let rawOwnSession: RawCalls
     /// Courier on the session it makes from `URLSessionConfiguration.default` (on Linux, without a `URLCache`).
     let courierOwnSession: CourierCalls<NetworkClient>
+    /// The bare client sending `Authorization: Bearer …` on every request, as ``resilient`` does.
+    let courierBearer: CourierCalls<NetworkClient>
+    /// `logged(level: .info).retrying().authenticated(by:).deduplicated()` on the shared session.
+    let resilient: CourierCalls<DeduplicatingClient>
+    /// `logged(level: .info).retrying().authenticated(by:)` on the shared session.
+    let resilientNoDedup: CourierCalls<AuthenticatingClient<BearerTokenAuthenticator>>
+    /// Where the resilient stacks' log lines go: formatted, then counted.
+    let logBytes = LogBytes()
 
     init(target: Target) {
         let configuration = NetworkConfiguration(session: target.session, baseURL: target.baseURL)
@@ -53,6 +61,43 @@ struct Clients: Sendable {
         courierOwnSession = CourierCalls(
             client: NetworkClient(
                 configuration: NetworkConfiguration(sessionConfiguration: .default, baseURL: target.baseURL)))
+        courierBearer = CourierCalls(client: client, headers: ["Authorization": "Bearer " + benchmarkToken])
+        let authenticator = BearerTokenAuthenticator(
+            token: { benchmarkToken }, refresh: { _ in benchmarkToken })
+        let stack = client.logged(level: .info) { [logBytes] entry in logBytes.add(entry.description) }
+            .retrying()
+            .authenticated(by: authenticator)
+        resilientNoDedup = CourierCalls(client: stack)
+        resilient = CourierCalls(client: stack.deduplicated())
+    }
+}
+
+/// The access token of the `resilient` and `courier-bearer` profiles.
+let benchmarkToken = "eyJhbGciOiJIUzI1NiJ9.benchmark-token"
+
+/// Counts log lines and their bytes, so the formatting is really done.
+final class LogBytes: @unchecked Sendable {  // `lines` and `bytes` are guarded by `lock`.
+    private let lock = NSLock()
+    private var lineCount = 0
+    private var byteCount = 0
+
+    func add(_ line: String) {
+        lock.lock()
+        lineCount += 1
+        byteCount += line.utf8.count
+        lock.unlock()
+    }
+
+    var lines: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return lineCount
+    }
+
+    var bytes: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return byteCount
     }
 }
 

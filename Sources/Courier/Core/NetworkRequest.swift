@@ -95,7 +95,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     public let encoder: JSONEncoder?
     /// Header fields added to the request. They replace Courier's defaults (`Accept: application/json` and the
     /// body's `Content-Type`) when they name the same field, compared case-insensitively.
-    public let additionalHeaders: [String: String]?
+    public internal(set) var additionalHeaders: [String: String]?
     /// The time, in seconds, the request may stay idle before it fails with `URLError.timedOut`;
     /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`. On Linux, where URLSession counts whole
     /// seconds, it is rounded up: `0.5` waits one second rather than failing at once. It must be a positive, finite

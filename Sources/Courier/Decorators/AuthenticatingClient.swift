@@ -1,0 +1,207 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A decorator that puts an ``Authenticator``'s credential on each request and, when the server rejects it (401),
+/// renews it once and sends the request again.
+///
+/// - **Single flight.** However many requests are rejected with the same credential at the same time, exactly one
+///   renewal runs and all of them wait for it, then are sent again with the renewed credential. A request sent with
+///   a credential older than the latest renewed one is sent again with the latest, without another renewal. A
+///   request that starts while a renewal runs waits for it rather than sending a credential about to be replaced.
+/// - **Once.** A request is sent again at most once: a second rejection is its outcome (the 401 error, unchanged).
+/// - **Failure.** A renewal that throws fails every request waiting for it with that error, and every request that
+///   was sent with the same credential before it failed; a request that starts after the failure renews anew.
+/// - **No storm.** More than ``maximumRefreshes`` renewals (3 by default) within ``refreshWindow`` seconds (60 by
+///   default) fail with ``AuthenticationError/tooManyRefreshes(limit:window:)`` instead of renewing again.
+/// - **Only where it belongs.** The credential goes only to requests that use the configured base URL (no
+///   ``NetworkRequest/baseURL`` override, or one with the configured base URL's origin) and to the origins in
+///   ``additionalOrigins``; any other request is passed on untouched, without a credential.
+public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: NetworkClientProtocol, ClientChainLink {
+    /// The client that runs the requests.
+    public let wrapped: any NetworkClientProtocol
+    /// Supplies, applies and renews the credential.
+    public let authenticator: Authenticator
+    /// Origins (`scheme://host:port`) that receive the credential besides the configured base URL's; empty by
+    /// default.
+    public let additionalOrigins: Set<String>
+    /// The most renewals allowed within ``refreshWindow``; `3` by default.
+    public let maximumRefreshes: Int
+    /// The window, in seconds, over which ``maximumRefreshes`` is counted; `60` by default.
+    public let refreshWindow: TimeInterval
+
+    var chainWrapped: any NetworkClientProtocol { wrapped }
+
+    private let configuredOrigin: String?
+    private let state = Locked(State())
+
+    /// Creates an authenticating client.
+    /// - Parameters:
+    ///   - client: The client that runs the requests.
+    ///   - authenticator: Supplies, applies and renews the credential.
+    ///   - additionalOrigins: Other base URLs whose origin (scheme, host, port) may receive the credential when a
+    ///     request overrides its `baseURL` with them; empty by default.
+    ///   - maximumRefreshes: The most renewals within `refreshWindow`; `3` by default.
+    ///   - refreshWindow: The window in seconds; `60` by default.
+    public init(
+        wrapping client: any NetworkClientProtocol, authenticator: Authenticator, additionalOrigins: [URL] = [],
+        maximumRefreshes: Int = 3, refreshWindow: TimeInterval = 60
+    ) {
+        self.wrapped = client
+        self.authenticator = authenticator
+        self.additionalOrigins = Set(additionalOrigins.compactMap(ClientChain.origin(of:)))
+        self.maximumRefreshes = max(1, maximumRefreshes)
+        self.refreshWindow = refreshWindow
+        self.configuredOrigin = ClientChain.configuration(of: client).flatMap { ClientChain.origin(of: $0.baseURL) }
+    }
+
+    /// Runs `networkRequest` with the credential, and once more with a renewed one if the server rejects it.
+    ///
+    /// - Throws: What the wrapped client throws (a second 401 included, unchanged); what
+    ///   ``Authenticator/credential()`` or ``Authenticator/refresh(rejected:)`` throw, unchanged;
+    ///   ``AuthenticationError/tooManyRefreshes(limit:window:)`` in a refresh storm; `CancellationError` when the
+    ///   caller's task is cancelled.
+    public func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        guard receivesCredential(networkRequest) else { return try await wrapped.run(networkRequest) }
+        let (generation, failures, renewal) = state.withLock { ($0.generation, $0.failures, $0.renewal) }
+        let credential: Authenticator.Credential
+        let sentGeneration: Int
+        if let renewal {
+            credential = try await renewal.task.value
+            sentGeneration = renewal.generation + 1
+            try Task.checkCancellation()
+        } else {
+            credential = try await authenticator.credential()
+            sentGeneration = generation
+        }
+        do {
+            return try await wrapped.run(authorized(networkRequest, with: credential))
+        } catch  where authenticator.isRejection(error) {
+            let renewed = try await renewedCredential(
+                rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: failures)
+            try Task.checkCancellation()
+            return try await wrapped.run(authorized(networkRequest, with: renewed))
+        }
+    }
+
+    private func receivesCredential<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>
+    ) -> Bool {
+        guard let baseURL = request.baseURL else { return true }
+        guard let origin = ClientChain.origin(of: baseURL) else { return false }
+        return origin == configuredOrigin || additionalOrigins.contains(origin)
+    }
+
+    private func authorized<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>, with credential: Authenticator.Credential
+    ) -> NetworkRequest<RequestModel, ResponseModel> {
+        var request = request
+        var headers = request.additionalHeaders ?? [:]
+        authenticator.apply(credential, to: &headers)
+        request.additionalHeaders = headers
+        return request
+    }
+
+    /// The credential to send again with: the latest renewed one if `rejected` is older, else the outcome of the one
+    /// renewal for it (started here or already running). A request sent with `rejected` before a renewal of
+    /// `rejected` failed fails with that renewal's error, like the requests that waited for it: whether its 401
+    /// arrived a moment before or after the failure is chance, and must not start a second renewal.
+    private func renewedCredential(
+        rejected: Authenticator.Credential, sentGeneration: Int, failuresBeforeSending: Int
+    ) async throws -> Authenticator.Credential {
+        let next = try state.withLock { table -> Next in
+            if let renewal = table.renewal { return .wait(renewal.task) }
+            if table.generation > sentGeneration, let latest = table.latest, latest != rejected {
+                return .use(latest)
+            }
+            if table.failures > failuresBeforeSending, let failure = table.lastFailure, failure.rejected == rejected {
+                throw failure.error
+            }
+            let now = Date()
+            table.recentRenewals.removeAll { now.timeIntervalSince($0) > refreshWindow }
+            guard table.recentRenewals.count < maximumRefreshes else {
+                throw AuthenticationError.tooManyRefreshes(limit: maximumRefreshes, window: refreshWindow)
+            }
+            table.recentRenewals.append(now)
+            let generation = table.generation
+            // Unstructured, so that one waiter's cancellation does not cancel the renewal for the others. It ends
+            // by clearing itself from `state` (it cannot take the lock before this closure has stored it in `table`).
+            let task = Task { [authenticator, state] in
+                do {
+                    let renewed = try await authenticator.refresh(rejected: rejected)
+                    state.withLock { state in
+                        state.generation = generation + 1
+                        state.latest = renewed
+                        state.renewal = nil
+                    }
+                    return renewed
+                } catch {
+                    state.withLock { state in
+                        state.renewal = nil
+                        state.failures += 1
+                        state.lastFailure = Failure(rejected: rejected, error: error)
+                    }
+                    throw error
+                }
+            }
+            table.renewal = Renewal(generation: generation, task: task)
+            return .wait(task)
+        }
+        switch next {
+        case .use(let credential): return credential
+        case .wait(let task): return try await task.value
+        }
+    }
+}
+
+extension AuthenticatingClient {
+    private struct Renewal: Sendable {
+        /// The generation of the credential being renewed.
+        let generation: Int
+        let task: Task<Authenticator.Credential, any Error>
+    }
+
+    private struct Failure: Sendable {
+        let rejected: Authenticator.Credential
+        let error: any Error
+    }
+
+    private struct State: Sendable {
+        /// Incremented by each successful renewal.
+        var generation = 0
+        /// The credential of the last successful renewal.
+        var latest: Authenticator.Credential?
+        /// The renewal in progress, if any.
+        var renewal: Renewal?
+        /// Incremented by each failed renewal.
+        var failures = 0
+        /// The last failed renewal: what it renewed and what it threw.
+        var lastFailure: Failure?
+        /// When the renewals within the window started.
+        var recentRenewals: [Date] = []
+    }
+
+    private enum Next {
+        case use(Authenticator.Credential)
+        case wait(Task<Authenticator.Credential, any Error>)
+    }
+}
+
+extension NetworkClientProtocol {
+    /// Wraps this client so that requests carry `authenticator`'s credential, renewed once (single-flight) when the
+    /// server answers 401.
+    /// - Parameters:
+    ///   - authenticator: Supplies, applies and renews the credential, for example a ``BearerTokenAuthenticator``.
+    ///   - additionalOrigins: Base URLs of other origins that may receive the credential; empty by default (only the
+    ///     configured base URL's origin does).
+    /// - Returns: An ``AuthenticatingClient`` around this client (3 renewals per 60 s at most).
+    public func authenticated<A: Authenticator>(by authenticator: A, alsoFor additionalOrigins: [URL] = [])
+        -> AuthenticatingClient<A>
+    {
+        AuthenticatingClient(wrapping: self, authenticator: authenticator, additionalOrigins: additionalOrigins)
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What a ``LoggingClient`` hands its sink for one request: the parts as properties, and the formatted text as
+/// ``description``. Every value in it is already redacted.
+///
+/// At ``LogLevel/info`` the description is one line:
+///
+/// ```text
+/// GET https://api.example.com/v1/posts?page=2&api_key=<redacted> -> 200, 12 ms, 345 bytes
+/// POST https://api.example.com/v1/posts -> 503, 8 ms, 17 bytes, error: unacceptableStatusCode(503)
+/// GET https://api.example.com/v1/posts -> failed, 10003 ms, error: transportFailed(timedOut)
+/// ```
+///
+/// At ``LogLevel/debug`` it is followed by one line per request header (`  > Name: value`), the request body
+/// (`  > body: …`), one line per response header (`  < Name: value`) and the response body (`  < body: …`).
+/// The entry is built cheaply; the text is formatted only when ``description`` or ``url`` is read.
+public struct LogEntry: Sendable, CustomStringConvertible {
+    /// The level of the logger that made the entry.
+    public let level: LogLevel
+    /// The request method.
+    public let method: HTTPMethod
+    /// The response status code; `nil` when no response arrived.
+    public let statusCode: Int?
+    /// The time from calling the wrapped client to its outcome, in seconds.
+    public let duration: TimeInterval
+    /// The size of the response body in bytes; `nil` when no response body arrived.
+    public let responseSize: Int?
+    /// The error the request failed with, unchanged; `nil` on success. ``errorCase`` names it safely for logs.
+    public let error: (any Error)?
+    /// The request header fields the logger saw (the request's `additionalHeaders`, not those added later by
+    /// interceptors or URLSession), values redacted, sorted by name; empty below ``LogLevel/debug``.
+    public let requestHeaders: [(name: String, value: String)]
+    /// The response header fields, values redacted, sorted by name; empty below ``LogLevel/debug``.
+    public let responseHeaders: [(name: String, value: String)]
+    /// A bounded prefix of the request body as text, named fields redacted, or a placeholder for binary data; `nil`
+    /// below ``LogLevel/debug`` or without a body.
+    public let requestBody: String?
+    /// A bounded prefix of the response body as text, named fields redacted, or a placeholder for binary data;
+    /// `nil` below ``LogLevel/debug`` or without a body.
+    public let responseBody: String?
+
+    let redactor: LogRedactor
+    let base: LogRedactor.LoggedBase?
+    let path: String?
+    let queryItems: [URLQueryItem]?
+
+    /// The request URL, user info and the named query values redacted.
+    public var url: String {
+        redactor.url(base: base, path: path, queryItems: queryItems)
+    }
+
+    /// The duration in whole milliseconds, rounded.
+    public var milliseconds: Int {
+        Int((duration * 1_000).rounded())
+    }
+
+    /// The failure's case, safe to log: `unacceptableStatusCode(503)`, `transportFailed(timedOut)`,
+    /// `decodingFailed`, `cancelled`, or the error's type name for errors that are not Courier's; `nil` on success.
+    public var errorCase: String? {
+        error.map(Self.errorCase)
+    }
+
+    /// The formatted entry: one line at ``LogLevel/info``, more lines at ``LogLevel/debug``.
+    public var description: String {
+        var text = method.rawValue
+        text += " "
+        redactor.appendURL(base: base, path: path, queryItems: queryItems, to: &text)
+        text += " -> "
+        text += statusCode.map(String.init) ?? "failed"
+        text += ", "
+        text += String(milliseconds)
+        text += " ms"
+        if let responseSize {
+            text += ", "
+            text += String(responseSize)
+            text += " bytes"
+        }
+        if let errorCase {
+            text += ", error: "
+            text += errorCase
+        }
+        guard level == .debug else { return text }
+        var lines = [text]
+        lines += redactor.headerLines(requestHeaders, prefix: "  > ")
+        if let requestBody { lines.append("  > body: \(requestBody)") }
+        lines += redactor.headerLines(responseHeaders, prefix: "  < ")
+        if let responseBody { lines.append("  < body: \(responseBody)") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func errorCase(_ error: any Error) -> String {
+        if error is CancellationError { return "cancelled" }
+        if let error = error as? AuthenticationError {
+            switch error {
+            case .tooManyRefreshes: return "tooManyRefreshes"
+            }
+        }
+        guard let error = error as? NetworkClientError else { return String(describing: type(of: error)) }
+        switch error {
+        case .invalidURL: return "invalidURL"
+        case .invalidHeader(let name, _): return "invalidHeader(\(name.escapedForLog))"
+        case .invalidRequest: return "invalidRequest"
+        case .encodingFailed: return "encodingFailed"
+        case .interceptorFailed: return "interceptorFailed"
+        case .transportFailed(let urlError): return "transportFailed(\(urlErrorName(urlError.code)))"
+        case .invalidResponse: return "invalidResponse"
+        case .unacceptableStatusCode(let status, _, _): return "unacceptableStatusCode(\(status))"
+        case .decodingFailed: return "decodingFailed"
+        case .responseTooLarge(let limit): return "responseTooLarge(\(limit))"
+        case .redirectRefused: return "redirectRefused"
+        case .fileAccessFailed: return "fileAccessFailed"
+        }
+    }
+
+    private static func urlErrorName(_ code: URLError.Code) -> String {
+        switch code {
+        case .timedOut: return "timedOut"
+        case .cannotConnectToHost: return "cannotConnectToHost"
+        case .networkConnectionLost: return "networkConnectionLost"
+        case .notConnectedToInternet: return "notConnectedToInternet"
+        case .cannotFindHost: return "cannotFindHost"
+        case .dnsLookupFailed: return "dnsLookupFailed"
+        case .httpTooManyRedirects: return "httpTooManyRedirects"
+        case .badServerResponse: return "badServerResponse"
+        case .cancelled: return "cancelled"
+        case .secureConnectionFailed: return "secureConnectionFailed"
+        default: return "URLError \(code.rawValue)"
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How much a ``LoggingClient`` writes.
+public enum LogLevel: Int, Sendable, Hashable, CaseIterable {
+    /// One line per request, plus the request and response headers and a bounded prefix of text bodies.
+    case debug
+    /// One line per request: method, URL, status, duration, response size, and the error case on failure.
+    case info
+}
+
+/// What a ``LoggingClient`` replaces with `<redacted>`, at every level, besides what it always redacts.
+///
+/// Always redacted: the `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` headers, the
+/// configuration's ``NetworkConfiguration/sensitiveHeaders``, and the user info of URLs. Names are compared
+/// case-insensitively.
+public struct LogRedaction: Sendable, Hashable {
+    /// More header names whose values are redacted; empty by default.
+    public var headers: Set<String>
+    /// Query parameter names whose values are redacted; ``commonSecretNames`` by default.
+    public var queryParameters: Set<String>
+    /// JSON body field names (at any depth) and form field names whose values are redacted; ``commonSecretNames``
+    /// by default.
+    public var bodyFields: Set<String>
+
+    /// `access_token`, `api_key`, `client_secret`, `id_token`, `password`, `refresh_token`, `token`.
+    public static let commonSecretNames: Set<String> = [
+        "access_token", "api_key", "client_secret", "id_token", "password", "refresh_token", "token",
+    ]
+
+    /// Creates a redaction list.
+    /// - Parameters:
+    ///   - headers: More header names to redact; empty by default.
+    ///   - queryParameters: Query parameter names to redact; ``commonSecretNames`` by default.
+    ///   - bodyFields: JSON and form field names to redact; ``commonSecretNames`` by default.
+    public init(
+        headers: Set<String> = [], queryParameters: Set<String> = LogRedaction.commonSecretNames,
+        bodyFields: Set<String> = LogRedaction.commonSecretNames
+    ) {
+        self.headers = Set(headers.map { $0.lowercased() })
+        self.queryParameters = Set(queryParameters.map { $0.lowercased() })
+        self.bodyFields = Set(bodyFields.map { $0.lowercased() })
+    }
+}
+
+/// The redaction rules of one ``LoggingClient``, with every name lowercased.
+struct LogRedactor: Sendable {
+    static let redacted = "<redacted>"
+    static let alwaysRedactedHeaders: Set<String> = Redaction.alwaysSensitiveHeaders.union(["set-cookie"])
+
+    let headers: Set<String>
+    let queryParameters: Set<String>
+    let bodyFields: Set<String>
+
+    init(_ redaction: LogRedaction, sensitiveHeaders: Set<String>) {
+        headers = Self.alwaysRedactedHeaders.union(sensitiveHeaders.map { $0.lowercased() }).union(redaction.headers)
+        queryParameters = redaction.queryParameters
+        bodyFields = redaction.bodyFields
+    }
+
+    func header(name: String, value: String) -> String {
+        headers.contains(name.lowercased()) ? Self.redacted : value
+    }
+
+    /// The header fields as `name: value` lines, sorted by name, values redacted.
+    func headerLines(_ fields: [(name: String, value: String)], prefix: String) -> [String] {
+        fields.sorted { $0.name.lowercased() < $1.name.lowercased() }.map { field in
+            "\(prefix)\(field.name): \(header(name: field.name, value: field.value).escapedForLog)"
+        }
+    }
+
+    /// A base URL as it is written in logs: user info and the named query values redacted. Made once per base URL
+    /// (once per client for the configured one), so that formatting an entry only appends.
+    struct LoggedBase: Sendable {
+        /// Up to the query, without trailing slashes: a path is appended after one `/`.
+        let prefix: String
+        /// Up to the query, as given: used when the path is empty.
+        let prefixAsGiven: String
+        /// The base URL's own query, redacted; empty if it has none.
+        let query: String
+    }
+
+    func loggedBase(_ base: BaseURL) -> LoggedBase {
+        var query = ""
+        if let baseQuery = base.query, !baseQuery.isEmpty {
+            for (index, pair) in baseQuery.split(separator: "&", omittingEmptySubsequences: false).enumerated() {
+                if index > 0 { query += "&" }
+                let name = pair.prefix { $0 != "=" }
+                let decodedName = String(name).removingPercentEncoding ?? String(name)
+                if name.count < pair.count, queryParameters.contains(decodedName.lowercased()) {
+                    query += name + "=" + Self.redacted
+                } else {
+                    query += pair
+                }
+            }
+        }
+        return LoggedBase(
+            prefix: String(Self.redactingUserInfo(base.prefix)),
+            prefixAsGiven: String(Self.redactingUserInfo(base.prefixAsGiven)), query: query)
+    }
+
+    /// `scheme://host:port/path?query` from a base URL, a request path and query items, with user info and the
+    /// named query values redacted. Built as text: nothing is parsed or resolved.
+    func url(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?) -> String {
+        var text = ""
+        appendURL(base: base, path: path, queryItems: queryItems, to: &text)
+        return text
+    }
+
+    /// Appends ``url(base:path:queryItems:)`` to `text`, reserving room for it.
+    func appendURL(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?, to text: inout String) {
+        let relativePath = (try? BaseURL.relative(path ?? "")) ?? Substring(path ?? "")
+        text.reserveCapacity(
+            text.utf8.count + (base?.prefix.utf8.count ?? 0) + relativePath.utf8.count * 3
+                + (queryItems?.count ?? 0) * 24 + 64)
+        if let base {
+            text += relativePath.isEmpty ? base.prefixAsGiven : base.prefix
+        }
+        if !relativePath.isEmpty {
+            text += "/"
+            PercentEncoding.append(relativePath, keeping: .pathCharacters, to: &text)
+        }
+        var separator = "?"
+        if let base, !base.query.isEmpty {
+            text += separator
+            text += base.query
+            separator = "&"
+        }
+        for item in queryItems ?? [] {
+            text += separator
+            separator = "&"
+            PercentEncoding.append(item.name, keeping: .unreserved, to: &text)
+            guard let value = item.value else { continue }
+            text += "="
+            if queryParameters.contains(item.name.lowercased()) {
+                text += Self.redacted
+            } else {
+                PercentEncoding.append(value, keeping: .unreserved, to: &text)
+            }
+        }
+    }
+
+    /// `https://user:secret@host` as `https://<redacted>@host`.
+    static func redactingUserInfo(_ prefix: Substring) -> Substring {
+        let utf8 = prefix.utf8
+        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")), utf8[colon...].starts(with: "://".utf8) else {
+            return prefix
+        }
+        let authorityStart = utf8.index(colon, offsetBy: 3)
+        let authorityEnd = utf8[authorityStart...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+        guard let at = utf8[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return prefix }
+        return prefix[..<authorityStart] + Self.redacted + prefix[at...]
+    }
+
+    /// The secrets in redacted header values and query values of a request, to scrub from bodies that repeat them
+    /// (an echo, an error page): each value, and for `Bearer abc` also `abc`. Values under 4 characters are left out,
+    /// since replacing them would garble the body without protecting anything.
+    func secrets(headers: [String: String]?, queryItems: [URLQueryItem]?) -> [String] {
+        var secrets: [String] = []
+        for (name, value) in headers ?? [:] where self.headers.contains(name.lowercased()) {
+            secrets.append(value)
+            if let space = value.lastIndex(of: " ") { secrets.append(String(value[value.index(after: space)...])) }
+        }
+        for item in queryItems ?? [] where queryParameters.contains(item.name.lowercased()) {
+            if let value = item.value { secrets.append(value) }
+        }
+        // Longest first, so that `Bearer abc` is replaced whole before `abc`.
+        return secrets.filter { $0.count >= 4 }.sorted { $0.count > $1.count }
+    }
+
+    /// A bounded, printable prefix of a body with the named JSON or form fields redacted, and any of `secrets`
+    /// replaced; `nil` for an empty body.
+    func body(_ data: Data, limit: Int, scrubbing secrets: [String] = []) -> String? {
+        guard !data.isEmpty else { return nil }
+        var data = data
+        if !secrets.isEmpty, var text = String(data: data, encoding: .utf8), secrets.contains(where: text.contains) {
+            for secret in secrets { text = text.replacingOccurrences(of: secret, with: Self.redacted) }
+            data = Data(text.utf8)
+        }
+        if !bodyFields.isEmpty {
+            if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) {
+                var changed = false
+                let redactedJSON = redactJSON(json, changed: &changed)
+                if changed {
+                    guard
+                        let encoded = try? JSONSerialization.data(
+                            withJSONObject: redactedJSON, options: [.sortedKeys, .fragmentsAllowed])
+                    else { return "<\(data.count) bytes, not shown>" }
+                    data = encoded
+                }
+            } else if let form = redactedForm(data) {
+                data = form
+            } else if mentionsField(data) {
+                // Not JSON, not a form, and it names a field to redact: it cannot be shown safely.
+                return "<\(data.count) bytes, not shown: it may hold a redacted field>"
+            }
+        }
+        var prefix = data.prefix(limit)
+        var text = String(data: prefix, encoding: .utf8)
+        // A prefix may end inside a multi-byte character: drop up to 3 bytes to find a boundary.
+        var dropped = 0
+        while text == nil, dropped < 3, data.count > limit, !prefix.isEmpty {
+            prefix = prefix.dropLast()
+            dropped += 1
+            text = String(data: prefix, encoding: .utf8)
+        }
+        guard let text, !text.unicodeScalars.contains(where: Self.isBinary) else {
+            return "<\(data.count) bytes of binary data>"
+        }
+        let shown = text.escapedForLog
+        return data.count > prefix.count ? "\(shown)… (\(data.count) bytes in all)" : shown
+    }
+
+    private static func isBinary(_ scalar: Unicode.Scalar) -> Bool {
+        (scalar.value < 0x20 && scalar != "\n" && scalar != "\r" && scalar != "\t") || scalar.value == 0x7F
+    }
+
+    private func redactJSON(_ value: Any, changed: inout Bool) -> Any {
+        if let object = value as? [String: Any] {
+            var result: [String: Any] = [:]
+            for (key, child) in object {
+                if bodyFields.contains(key.lowercased()) {
+                    result[key] = Self.redacted
+                    changed = true
+                } else {
+                    result[key] = redactJSON(child, changed: &changed)
+                }
+            }
+            return result
+        }
+        if let array = value as? [Any] {
+            return array.map { redactJSON($0, changed: &changed) }
+        }
+        return value
+    }
+
+    /// A form body (`a=1&b=2`) with the named fields' values redacted; `nil` if `data` does not look like one.
+    private func redactedForm(_ data: Data) -> Data? {
+        guard let text = String(data: data, encoding: .utf8), !text.isEmpty,
+            text.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "{" && $0 != "[" && $0 != "\"" })
+        else { return nil }
+        let pairs = text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            let name = pair.prefix { $0 != "=" }
+            let decoded = String(name).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(name)
+            guard name.count < pair.count, bodyFields.contains(decoded.lowercased()) else { return String(pair) }
+            return name + "=" + Self.redacted
+        }
+        return Data(pairs.joined(separator: "&").utf8)
+    }
+
+    private func mentionsField(_ data: Data) -> Bool {
+        let text = String(decoding: data, as: UTF8.self).lowercased()
+        return bodyFields.contains { text.contains($0) }
+    }
+}
+
+extension StringProtocol {
+    /// The text on one line: CR, LF and tab written as `\r`, `\n`, `\t`.
+    var escapedForLog: String {
+        var result = ""
+        result.reserveCapacity(utf8.count)
+        for scalar in unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A decorator that hands a ``LogEntry`` to a sink after every request, with secrets redacted at every level.
+///
+/// At ``LogLevel/info``, one line per request: method, URL, status, duration in milliseconds, response size, and the
+/// error case on failure. ``LogLevel/debug`` adds the request and response headers and a bounded prefix
+/// (``maximumBodyLength``, 1,024 bytes by default) of text bodies; binary bodies are written as their size.
+///
+/// Always redacted (written `<redacted>`): the `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`
+/// headers, the configuration's ``NetworkConfiguration/sensitiveHeaders``, URL user info, and the headers, query
+/// parameters and JSON or form body fields named by the ``LogRedaction``.
+///
+/// Courier takes no logging dependency: forward entries to swift-log or `os.Logger` in the sink:
+///
+/// ```swift
+/// let logger = Logger(label: "api")  // swift-log
+/// let client = NetworkClient(configuration: configuration).logged(level: .info) { entry in
+///     logger.log(level: entry.error == nil ? .info : .error, "\(entry)")
+/// }
+/// ```
+public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
+    /// The client that runs the requests.
+    public let wrapped: any NetworkClientProtocol
+    /// How much is written.
+    public let level: LogLevel
+    /// What is redacted besides what always is.
+    public let redaction: LogRedaction
+    /// The most bytes of a body shown at ``LogLevel/debug``; 1,024 by default.
+    public let maximumBodyLength: Int
+    /// Called with the entry of every request, on the caller's task, after the request ended.
+    public let sink: @Sendable (LogEntry) -> Void
+
+    var chainWrapped: any NetworkClientProtocol { wrapped }
+
+    private let redactor: LogRedactor
+    private let configuration: NetworkConfiguration?
+    /// The configured base URL as logged, redacted once.
+    private let configuredBase: LogRedactor.LoggedBase?
+    /// Nanoseconds on a monotonic clock; injected by tests.
+    private let now: @Sendable () -> UInt64
+
+    /// Creates a logging client.
+    /// - Parameters:
+    ///   - client: The client that runs the requests.
+    ///   - level: How much to write; ``LogLevel/info`` by default.
+    ///   - redaction: What to redact besides what always is; `LogRedaction()` by default (common secret names in
+    ///     queries and bodies).
+    ///   - maximumBodyLength: The most bytes of a body shown at ``LogLevel/debug``; 1,024 by default.
+    ///   - sink: Called with each entry.
+    public convenience init(
+        wrapping client: any NetworkClientProtocol, level: LogLevel = .info, redaction: LogRedaction = LogRedaction(),
+        maximumBodyLength: Int = 1_024, sink: @escaping @Sendable (LogEntry) -> Void
+    ) {
+        self.init(
+            wrapping: client, level: level, redaction: redaction, maximumBodyLength: maximumBodyLength,
+            now: { DispatchTime.now().uptimeNanoseconds }, sink: sink)
+    }
+
+    init(
+        wrapping client: any NetworkClientProtocol, level: LogLevel, redaction: LogRedaction, maximumBodyLength: Int,
+        now: @escaping @Sendable () -> UInt64, sink: @escaping @Sendable (LogEntry) -> Void
+    ) {
+        self.wrapped = client
+        self.level = level
+        self.redaction = redaction
+        self.maximumBodyLength = max(0, maximumBodyLength)
+        self.sink = sink
+        self.now = now
+        let configuration = ClientChain.configuration(of: client)
+        self.configuration = configuration
+        let redactor = LogRedactor(redaction, sensitiveHeaders: configuration?.sensitiveHeaders ?? [])
+        self.redactor = redactor
+        self.configuredBase = configuration.map { redactor.loggedBase($0.base) }
+    }
+
+    /// Runs `networkRequest` through the wrapped client and logs its outcome.
+    ///
+    /// - Throws: What the wrapped client throws, unchanged.
+    public func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        let start = now()
+        do {
+            let response = try await wrapped.run(networkRequest)
+            log(
+                networkRequest, start: start, status: response.statusCode,
+                response: response.response as? HTTPURLResponse,
+                data: response.data, error: nil)
+            return response
+        } catch {
+            switch error {
+            case NetworkClientError.unacceptableStatusCode(let status, let response, let data):
+                log(networkRequest, start: start, status: status, response: response, data: data, error: error)
+            case NetworkClientError.decodingFailed(_, let data):
+                log(networkRequest, start: start, status: nil, response: nil, data: data, error: error)
+            default:
+                log(networkRequest, start: start, status: nil, response: nil, data: nil, error: error)
+            }
+            throw error
+        }
+    }
+
+    private func log<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>, start: UInt64, status: Int?,
+        response: HTTPURLResponse?, data: Data?, error: (any Error)?
+    ) {
+        let end = now()
+        let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
+        var requestHeaders: [(name: String, value: String)] = []
+        var responseHeaders: [(name: String, value: String)] = []
+        var requestBody: String?
+        var responseBody: String?
+        if level == .debug {
+            requestHeaders = redacted(request.additionalHeaders?.map { ($0.key, $0.value) } ?? [])
+            responseHeaders = redacted(
+                response?.allHeaderFields.map { ("\($0.key)", "\($0.value)") } ?? [])
+            let secrets = redactor.secrets(headers: request.additionalHeaders, queryItems: request.queryItems)
+            if request.body != nil, RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self
+            {
+                // Streamed from files when sent: never read into memory for a log line.
+                requestBody = "<\(RequestModel.self) body, not shown>"
+            } else {
+                requestBody = self.requestBody(request).flatMap {
+                    redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
+                }
+            }
+            responseBody = data.flatMap { redactor.body($0, limit: maximumBodyLength, scrubbing: secrets) }
+        }
+        sink(
+            LogEntry(
+                level: level, method: request.method, statusCode: status, duration: duration,
+                responseSize: data?.count, error: error, requestHeaders: requestHeaders,
+                responseHeaders: responseHeaders, requestBody: requestBody, responseBody: responseBody,
+                redactor: redactor, base: request.baseURL.map { redactor.loggedBase(BaseURL($0)) } ?? configuredBase,
+                path: request.path, queryItems: request.queryItems))
+    }
+
+    private func redacted(_ fields: [(String, String)]) -> [(name: String, value: String)] {
+        fields.map { (name: $0.0, value: redactor.header(name: $0.0, value: $0.1)) }
+            .sorted { $0.name.lowercased() < $1.name.lowercased() }
+    }
+
+    /// The body as the client would send it, re-encoded for the log (debug only).
+    private func requestBody<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>
+    ) -> Data? {
+        if let formItems = request.formItems { return FormEncoding.body(formItems) }
+        guard let body = request.body, RequestModel.self != VoidRequest.self else { return nil }
+        if let data = body as? Data { return data }
+        let encoder = request.encoder ?? configuration?.defaultEncoder ?? JSONEncoder()
+        return try? encoder.encode(body)
+    }
+}
+
+extension NetworkClientProtocol {
+    /// Wraps this client so that every request is logged to `sink`, secrets redacted.
+    /// - Parameters:
+    ///   - level: How much to write; ``LogLevel/info`` (one line per request) by default.
+    ///   - redaction: What to redact besides the credential headers, the configuration's sensitive headers and URL
+    ///     user info; `LogRedaction()` by default.
+    ///   - sink: Called with each request's ``LogEntry`` after it ended.
+    /// - Returns: A ``LoggingClient`` around this client.
+    public func logged(
+        level: LogLevel = .info, redacting redaction: LogRedaction = LogRedaction(),
+        to sink: @escaping @Sendable (LogEntry) -> Void
+    ) -> LoggingClient {
+        LoggingClient(wrapping: self, level: level, redaction: redaction, sink: sink)
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A decorator that sends a request again, after a backoff, when it failed for a passing reason.
+///
+/// What is retried and how long it waits is the ``RetryPolicy``; by default up to 3 attempts in all, idempotent
+/// methods only, transient transport errors and the statuses 408, 429, 500, 502, 503, 504 only, with exponential
+/// backoff and full jitter (0.5 s base, 30 s cap) or the server's `Retry-After` on 429 and 503.
+///
+/// The error after the last attempt is the last error the wrapped client threw, unchanged, so a caller still sees the
+/// status and body of the final response. Cancelling the caller's task during a wait ends the call at once with
+/// `CancellationError`; nothing is sent after that.
+public final class RetryingClient: NetworkClientProtocol {
+    /// The client that runs each attempt.
+    public let wrapped: any NetworkClientProtocol
+    /// What is retried, how often and how long the client waits.
+    public let policy: RetryPolicy
+
+    let environment: RetryEnvironment
+
+    /// Creates a retrying client.
+    /// - Parameters:
+    ///   - client: The client that runs each attempt.
+    ///   - policy: What to retry and how long to wait; `RetryPolicy()` by default (see ``RetryPolicy``).
+    public convenience init(wrapping client: any NetworkClientProtocol, policy: RetryPolicy = RetryPolicy()) {
+        self.init(wrapping: client, policy: policy, environment: .live)
+    }
+
+    /// Creates a retrying client with an injected clock, sleep and random source (for tests).
+    init(wrapping client: any NetworkClientProtocol, policy: RetryPolicy, environment: RetryEnvironment) {
+        self.wrapped = client
+        self.policy = policy
+        self.environment = environment
+    }
+
+    /// Runs `networkRequest`, and again after a wait while the policy says its failure is worth retrying.
+    ///
+    /// - Throws: The last error the wrapped client threw, unchanged, when a failure is not retried, the attempts
+    ///   or the time budget are used up, or a `Retry-After` asks for longer than ``RetryPolicy/maxDelay``;
+    ///   `CancellationError` when the caller's task is cancelled, during an attempt or a wait.
+    public func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        guard policy.maxAttempts > 1,
+            policy.allowsRetry(method: networkRequest.method, headers: networkRequest.additionalHeaders)
+        else {
+            return try await wrapped.run(networkRequest)
+        }
+        let start = policy.totalBudget == nil ? nil : environment.now()
+        var attempt = 1
+        while true {
+            do {
+                return try await wrapped.run(networkRequest)
+            } catch {
+                if error is CancellationError || Task.isCancelled { throw CancellationError() }
+                guard attempt < policy.maxAttempts else { throw error }
+                let delay: TimeInterval
+                switch policy.verdict(for: error, now: environment.now()) {
+                case .never:
+                    throw error
+                case .retry(let retryAfter?):
+                    // The server asked for longer than we are willing to wait: its answer is the outcome.
+                    guard retryAfter <= policy.maxDelay else { throw error }
+                    delay = retryAfter
+                case .retry(nil):
+                    delay = environment.random(0...policy.backoffCeiling(afterAttempt: attempt))
+                case .askPredicate:
+                    guard let shouldRetry = policy.shouldRetry, await shouldRetry(error, attempt) else { throw error }
+                    delay = environment.random(0...policy.backoffCeiling(afterAttempt: attempt))
+                }
+                if let budget = policy.totalBudget, let start,
+                    environment.now().timeIntervalSince(start) + delay > budget
+                {
+                    throw error
+                }
+                // Throws CancellationError at once when the caller is cancelled during the wait.
+                try await environment.sleep(delay)
+                try Task.checkCancellation()
+                attempt += 1
+            }
+        }
+    }
+}
+
+/// The clock, sleep and random source of a ``RetryingClient``; tests inject their own so nothing really waits.
+struct RetryEnvironment: Sendable {
+    /// Waits `seconds`; throws `CancellationError` at once if the task is cancelled.
+    var sleep: @Sendable (_ seconds: TimeInterval) async throws -> Void
+    /// The current time: for `Retry-After` dates and the total budget.
+    var now: @Sendable () -> Date
+    /// A random wait in the range (full jitter).
+    var random: @Sendable (_ range: ClosedRange<TimeInterval>) -> TimeInterval
+
+    static let live = RetryEnvironment(
+        sleep: { seconds in
+            guard seconds > 0 else { return try Task.checkCancellation() }
+            try await Task.sleep(nanoseconds: UInt64(min(seconds, 1e9) * 1e9))
+        },
+        now: { Date() },
+        random: { range in range.upperBound > range.lowerBound ? Double.random(in: range) : range.lowerBound })
+}
+
+extension NetworkClientProtocol {
+    /// Wraps this client so that requests failing for a passing reason are sent again after a backoff.
+    /// - Parameter policy: What to retry and how long to wait; `RetryPolicy()` by default: 3 attempts, idempotent
+    ///   methods, transient failures, 0.5 s base and 30 s cap with full jitter, `Retry-After` honoured.
+    /// - Returns: A ``RetryingClient`` around this client.
+    public func retrying(_ policy: RetryPolicy = RetryPolicy()) -> RetryingClient {
+        RetryingClient(wrapping: self, policy: policy)
+    }
+}
