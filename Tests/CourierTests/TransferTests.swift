@@ -237,6 +237,32 @@ struct TransferTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("retrying() sends a file upload again, whole, after a 503")
+    func retriedUpload() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("data.bin")
+        let bytes = Self.pattern(300_000)
+        try bytes.write(to: file)
+        let attempts = Locked(0)
+        let server = try LoopbackServer { _ in
+            attempts.withLock { count in
+                count += 1
+                return count == 1 ? .respond(status: 503) : .echo
+            }
+        }
+        let client = server.client().retrying(RetryPolicy(maxAttempts: 2, baseDelay: 0, maxDelay: 0))
+
+        let echo = try await client.run(
+            NetworkRequest<FileUpload, EchoedRequest>(path: "put", method: .put, body: FileUpload(url: file))
+        ).value
+
+        #expect(server.recordedRequests.count == 2)
+        #expect(server.recordedRequests.map(\.body) == [bytes, bytes])
+        #expect(echo.bodyData == bytes)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A 307 answer to a file upload sends the whole file again to the new location")
     func redirectedUpload() async throws {
         let folder = try Self.scratchFolder()
