@@ -15,17 +15,17 @@ struct RawCalls: Sendable {
     let decoder = JSONDecoder()
     let encoder = JSONEncoder()
 
-    /// GETs `/small.json?i=<index>` and decodes a ``SmallItem``.
+    /// GETs `/small.json?i=<index>` with `Accept: application/json`, the same request on the wire as Courier's, and
+    /// decodes a ``SmallItem``.
     func small(_ index: Int) async throws {
-        let request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
+        var request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
         _ = try decoder.decode(SmallItem.self, from: try await send(request))
     }
 
-    /// ``small(_:)`` plus the `Accept: application/json` header that Courier sends on every request: for
-    /// `--profile raw-accept`, to tell the header's cost apart from the library's own.
-    func smallAcceptingJSON(_ index: Int) async throws {
-        var request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
+    /// ``small(_:)`` without any header: for `--profile raw-no-accept`, to tell corelibs' cost of one header apart.
+    func smallWithoutHeaders(_ index: Int) async throws {
+        let request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
         _ = try decoder.decode(SmallItem.self, from: try await send(request))
     }
 

@@ -40,5 +40,7 @@ private func run(_ options: Options) async throws {
         try await runBenchmark(options)
     case .memory(let scenario):
         try await runMemory(scenario)
+    case .checkInstructions(let baseline, let update, let count):
+        try await InstructionCheck.run(baselinePath: baseline, update: update, count: count)
     }
 }

@@ -15,17 +15,20 @@ struct Options: Sendable {
         case profile(ProfileClient, count: Int)
         /// Make one large request and print the process's peak resident set.
         case memory(MemoryScenario)
+        /// Count instructions per request under callgrind and compare the ratios with a baseline file.
+        case checkInstructions(baseline: String, update: Bool, count: Int)
     }
 
     /// The client whose loop `--profile` runs.
     enum ProfileClient: String, Sendable, CaseIterable {
+        /// Raw URLSession sending the same request as Courier (with `Accept: application/json`).
         case raw
-        /// Raw, plus the `Accept` header Courier adds.
-        case rawAccept = "raw-accept"
+        /// Raw without any header: corelibs' cost of one header is `raw` minus this.
+        case rawNoAccept = "raw-no-accept"
         case courier
         case dedup
         case sequential
-        /// Raw URLSession on its own `.default` session.
+        /// Raw URLSession on its own `.default` session (on Linux without a `URLCache`, as Courier's).
         case rawOwnSession = "raw-own-session"
         /// Courier on the session it makes from `.default`.
         case courierOwnSession = "courier-own-session"
@@ -71,13 +74,18 @@ struct Options: Sendable {
                               write small.json, large.json, post and a sample nginx.conf into DIR, then exit
 
         Profiling (for valgrind --tool=callgrind):
-          --profile raw|raw-accept|courier|dedup|sequential|raw-own-session|courier-own-session|courier-bearer|
+          --profile raw|raw-no-accept|courier|dedup|sequential|raw-own-session|courier-own-session|courier-bearer|
                     resilient|resilient-no-dedup [--count N] [--base-url URL]
                               run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
-                              (raw-accept: raw plus the Accept header Courier sends; resilient: the client
+                              (raw: the same request on the wire as Courier, on the same session configuration;
+                              raw-no-accept: raw without the Accept header; resilient: the client
                               .logged(level: .info).retrying().authenticated(by: bearer).deduplicated(), every log
                               line formatted; courier-bearer: the bare client sending the same bearer header)
           --serve             run only the in-process server, print its base URL, and serve until killed
+          --check-instructions FILE [--update-baseline] [--count N]
+                              run each client under valgrind --tool=callgrind in a child process (N requests,
+                              default 2000), print instructions per request and the ratios to raw URLSession, and
+                              fail when a ratio is more than 2% above FILE's (--update-baseline writes FILE instead)
 
         Memory (one request per process, then the peak resident set from getrusage; run each in its own process):
           --memory courier-300mb|raw-300mb|courier-gzip-bomb
@@ -91,6 +99,8 @@ struct Options: Sendable {
         var options = Options()
         var profileClient: ProfileClient?
         var count: Int?
+        var checkBaseline: String?
+        var updateBaseline = false
         var remaining = arguments[...]
         func value(for flag: String) throws -> String {
             guard let value = remaining.popFirst() else { throw BenchmarkError.usage("\(flag) needs a value") }
@@ -126,11 +136,18 @@ struct Options: Sendable {
                     throw BenchmarkError.usage("--memory takes one of \(names), not \(name)")
                 }
                 options.mode = .memory(scenario)
+            case "--check-instructions": checkBaseline = try value(for: argument)
+            case "--update-baseline": updateBaseline = true
             case "-h", "--help": options.mode = .help
             default: throw BenchmarkError.usage("unknown argument \(argument)")
             }
         }
         if let profileClient { options.mode = .profile(profileClient, count: count ?? 2_000) }
+        if let checkBaseline {
+            options.mode = .checkInstructions(baseline: checkBaseline, update: updateBaseline, count: count ?? 2_000)
+        } else if updateBaseline {
+            throw BenchmarkError.usage("--update-baseline goes with --check-instructions FILE")
+        }
         if options.mode == .benchmark, !options.quick, let rounds = options.rounds, rounds < minimumRounds {
             throw BenchmarkError.usage("--rounds must be at least \(minimumRounds) (or add --quick)")
         }

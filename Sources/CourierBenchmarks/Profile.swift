@@ -11,7 +11,7 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
     let operation: @Sendable (Int) async throws -> Void =
         switch client {
         case .raw: { [raw = clients.raw] in try await raw.small($0) }
-        case .rawAccept: { [raw = clients.raw] in try await raw.smallAcceptingJSON($0) }
+        case .rawNoAccept: { [raw = clients.raw] in try await raw.smallWithoutHeaders($0) }
         case .courier: { [courier = clients.courier] in try await courier.small($0) }
         case .dedup: { [deduplicated = clients.deduplicated] in try await deduplicated.small($0) }
         case .sequential: { [sequential = clients.sequential] in try await sequential.small($0) }

@@ -37,7 +37,8 @@ struct Clients: Sendable {
     let courier: CourierCalls<NetworkClient>
     let deduplicated: CourierCalls<DeduplicatingClient>
     let sequential: CourierCalls<SequentialClient>
-    /// Raw URLSession on a session of its own made from `URLSessionConfiguration.default`.
+    /// Raw URLSession on a session of its own made from `URLSessionConfiguration.default` (on Linux without a
+    /// `URLCache`, like the one Courier creates).
     let rawOwnSession: RawCalls
     /// Courier on the session it makes from `URLSessionConfiguration.default` (on Linux, without a `URLCache`).
     let courierOwnSession: CourierCalls<NetworkClient>
@@ -57,7 +58,8 @@ struct Clients: Sendable {
         courier = CourierCalls(client: client)
         deduplicated = CourierCalls(client: client.deduplicated())
         sequential = CourierCalls(client: client.sequential())
-        rawOwnSession = RawCalls(session: URLSession(configuration: .default), base: target.base)
+        rawOwnSession = RawCalls(
+            session: URLSession(configuration: Target.sessionConfiguration(.default)), base: target.base)
         courierOwnSession = CourierCalls(
             client: NetworkClient(
                 configuration: NetworkConfiguration(sessionConfiguration: .default, baseURL: target.baseURL)))

@@ -29,8 +29,19 @@ struct Target: Sendable {
     let baseURL: URL
     /// The in-process server, or `nil` with `--base-url`.
     let server: LoopbackServer?
-    /// The one session both the raw and the Courier side use, so that they share one connection pool.
+    /// The one session both the raw and the Courier side use: `.ephemeral` without a `URLCache`. On Linux Courier
+    /// derives a driven session from its configuration (same settings), so both sides do the same work.
     let session: URLSession
+
+    /// `base` without a `URLCache`: on Linux the configuration of the session Courier creates or derives from it,
+    /// so that raw URLSession and Courier do the same work (a cache lookup costs about a tenth of a small request).
+    static func sessionConfiguration(_ base: URLSessionConfiguration) -> URLSessionConfiguration {
+        let configuration = base
+        #if canImport(FoundationNetworking)
+        configuration.urlCache = nil
+        #endif
+        return configuration
+    }
 
     /// Starts the in-process server, or points at `externalBaseURL` when it is given.
     init(externalBaseURL: String?) throws {
@@ -51,7 +62,7 @@ struct Target: Sendable {
         self.base = base
         self.baseURL = url
         self.server = server
-        self.session = URLSession(configuration: .ephemeral)
+        self.session = URLSession(configuration: Self.sessionConfiguration(.ephemeral))
     }
 
     /// Starts a loopback server that answers the ``EndpointPath`` paths with the ``Fixtures`` bytes.

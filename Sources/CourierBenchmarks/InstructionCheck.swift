@@ -1,0 +1,98 @@
+import Foundation
+
+/// `--check-instructions BASELINE`: the cost of one small GET through each client, counted by callgrind, as a
+/// ratio to raw URLSession doing the same work, compared with a baseline file. Instruction counts are the stable
+/// measure on noisy machines; wall time never fails a check.
+///
+/// Each client runs in a child process under `valgrind --tool=callgrind` (`--profile`), against the loopback server
+/// running in this process, so that the server's instructions are not counted. The per-request cost is the slope
+/// between a run of 0 requests (raw) and a run of `count` requests.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+enum InstructionCheck {
+    /// How far a ratio may rise above its baseline before the check fails: 2%.
+    static let tolerance = 0.02
+
+    /// Each checked client and the raw client it is compared with (the same session configuration).
+    static let comparisons: [(client: Options.ProfileClient, against: Options.ProfileClient)] = [
+        (.courier, .raw),
+        (.courierOwnSession, .rawOwnSession),
+        (.sequential, .raw),
+        (.dedup, .raw),
+        (.resilient, .raw),
+    ]
+
+    /// Runs per measurement; the lowest count is kept. Thread scheduling adds instructions (more wake-ups, more
+    /// polling) but never removes any, and the same binary measured twice differed by up to 1.4%: the minimum of two
+    /// runs keeps a 2% threshold from failing on noise.
+    static let runs = 2
+
+    static func run(baselinePath: String, update: Bool, count: Int) async throws {
+        let server = try Target.startServer()
+        defer { server.stop() }
+        let url = server.baseURL.absoluteString
+        let fixed = try (0..<runs).map { _ in try callgrind(.raw, count: 0, url: url) }.min() ?? 0
+        var cost: [Options.ProfileClient: Double] = [:]
+        for client in Set(comparisons.flatMap { [$0.client, $0.against] }).sorted(by: { $0.rawValue < $1.rawValue }) {
+            let total = try (0..<runs).map { _ in try callgrind(client, count: count, url: url) }.min() ?? 0
+            cost[client] = Double(total - fixed) / Double(count)
+        }
+        var ratios: [String: Double] = [:]
+        print("| client | instructions / request | compared with | ratio |")
+        print("| --- | --: | --- | --: |")
+        for (client, raw) in comparisons {
+            guard let own = cost[client], let base = cost[raw] else { continue }
+            let ratio = own / base
+            ratios[client.rawValue] = ratio
+            print(
+                "| \(client.rawValue) | \(format(own / 1_000, digits: 1))k | \(raw.rawValue), "
+                    + "\(format(base / 1_000, digits: 1))k | \(format(ratio, digits: 3)) |")
+        }
+        let baselineURL = URL(fileURLWithPath: baselinePath)
+        if update {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(ratios).write(to: baselineURL)
+            print("baseline written to \(baselinePath)")
+            return
+        }
+        let baseline = try JSONDecoder().decode([String: Double].self, from: Data(contentsOf: baselineURL))
+        var regressions: [String] = []
+        for (name, ratio) in ratios.sorted(by: { $0.key < $1.key }) {
+            guard let expected = baseline[name] else { continue }
+            let limit = expected * (1 + tolerance)
+            let verdict = ratio > limit ? "REGRESSION" : "ok"
+            print(
+                "\(name): \(format(ratio, digits: 3)) against a baseline of \(format(expected, digits: 3)) "
+                    + "(limit \(format(limit, digits: 3))): \(verdict)")
+            if ratio > limit { regressions.append(name) }
+        }
+        guard regressions.isEmpty else {
+            throw BenchmarkError.badResponse(
+                "instructions per request rose more than 2% for \(regressions.joined(separator: ", "))")
+        }
+    }
+
+    /// The instructions callgrind counts for `--profile client --count count` in a child process.
+    private static func callgrind(_ client: Options.ProfileClient, count: Int, url: String) throws -> Int {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+        process.arguments = [
+            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", executable, "--profile",
+            client.rawValue, "--count", String(count), "--base-url", url,
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+            let line = output.split(separator: "\n").first(where: { $0.contains("Collected :") }),
+            let total = Int(line.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "")
+        else {
+            throw BenchmarkError.badResponse("callgrind run of \(client.rawValue) failed:\n\(output.suffix(2_000))")
+        }
+        return total
+    }
+}
