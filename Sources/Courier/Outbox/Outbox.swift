@@ -110,9 +110,11 @@ public final class Outbox: Sendable {
         var queues: [String: [UUID]] = [:]
         var sending: Set<String> = []
         var results: [UUID: (entry: StoredEntry, result: StoredResult)] = [:]
-        var handlers: [String: Handler] = [:]
+        var handlers: [String: (generation: Int, run: Handler)] = [:]
+        var handlerGeneration = 0
         var delivering: Set<UUID> = []
-        var failedHandlers: Set<UUID> = []
+        /// The entries whose handler threw, with the generation of that handler: a newer one gets the result.
+        var failedHandlers: [UUID: Int] = [:]
         var sizes: [UUID: Int] = [:]
         var reservedEntries = 0
         var bytes = 0
@@ -305,11 +307,11 @@ public final class Outbox: Sendable {
             try await handler(entry, result.outcome(as: Value.self, decoder: decoder, acceptable: acceptable))
         }
         let waiting = state.withLock { state -> [UUID] in
-            state.handlers[kind] = erased
+            state.handlerGeneration += 1
+            state.handlers[kind] = (state.handlerGeneration, erased)
             return state.results.values.filter { $0.entry.kind == kind }.sorted { $0.entry.sequence < $1.entry.sequence }
                 .map(\.entry.id)
         }
-        state.withLock { state in for id in waiting { state.failedHandlers.remove(id) } }
         guard !waiting.isEmpty else { return }
         spawn { outbox in
             for id in waiting { await outbox.deliver(id) }
@@ -365,6 +367,7 @@ public final class Outbox: Sendable {
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
         journal.close()
+        lock.release()
         for stream in streams { stream.finish() }
     }
 
@@ -468,26 +471,56 @@ public final class Outbox: Sendable {
             return
         }
         guard let result = await send(entry) else { return }
+        let info = entry.entry
+        if let status = result.statusCode { emit(.sent(info, statusCode: status)) }
+        if let failure = result.error(acceptable: entry.acceptable) { emit(.failed(info, failure)) }
+        // A handler that is already registered gets the result first: the entry stays on disk until it returns, so
+        // a crash meanwhile sends the entry again (same idempotency key) rather than losing its result.
+        if let handler = state.withLock({ state -> (generation: Int, run: Handler)? in
+            guard let handler = state.handlers[entry.kind] else { return nil }
+            state.delivering.insert(entry.id)
+            return handler
+        }) {
+            do {
+                try await handler.run(info, result, entry.acceptable)
+                try? journal.appendWithoutWaiting(.done(id: entry.id))
+                state.withLock { state in
+                    state.entries[entry.id] = nil
+                    Self.removeHead(entry.id, of: key, in: &state)
+                    state.attempts[entry.id] = nil
+                }
+                finish(entry.id)
+                emit(.handled(info))
+                if pendingCount == 0 { emit(.drained) }
+                return
+            } catch {
+                state.withLock { state in
+                    state.delivering.remove(entry.id)
+                    state.failedHandlers[entry.id] = handler.generation
+                }
+                emit(.handlerFailed(info))
+            }
+        }
+        // No handler yet, or it threw: the result waits on disk.
         do {
             try await journal.append(.result(id: entry.id, result), durable: true)
         } catch {
             return  // Closed, or the disk failed: the entry stays queued and is sent again at the next opening.
         }
-        let info = entry.entry
         state.withLock { state in
             state.entries[entry.id] = nil
-            state.queues[key]?.removeFirst()
-            if state.queues[key]?.isEmpty == true { state.queues[key] = nil }
+            Self.removeHead(entry.id, of: key, in: &state)
             state.results[entry.id] = (entry, result)
             state.bytes += result.body?.count ?? 0
             state.attempts[entry.id] = nil
         }
-        if let status = result.statusCode { emit(.sent(info, statusCode: status)) }
-        if !result.isSuccess, let failure = result.outcome(as: Data.self, decoder: JSONDecoder(), acceptable: entry.acceptable).failure {
-            emit(.failed(info, failure))
-        }
         await deliver(entry.id)
         discardExpiredResults()
+    }
+
+    private static func removeHead(_ id: UUID, of key: String, in state: inout State) {
+        if state.queues[key]?.first == id { state.queues[key]?.removeFirst() }
+        if state.queues[key]?.isEmpty == true { state.queues[key] = nil }
     }
 
     /// Attempts `entry` until it succeeds or fails for good; `nil` when the outbox was paused or closed meanwhile.
@@ -559,20 +592,20 @@ public final class Outbox: Sendable {
 
     /// Runs the handler of `id`'s kind on its stored result, if one is registered and it is not already running.
     private func deliver(_ id: UUID) async {
-        let work = state.withLock { state -> (StoredEntry, StoredResult, Handler)? in
+        let work = state.withLock { state -> (StoredEntry, StoredResult, (generation: Int, run: Handler))? in
             guard let (entry, result) = state.results[id], let handler = state.handlers[entry.kind],
-                !state.delivering.contains(id), !state.failedHandlers.contains(id)
+                !state.delivering.contains(id), state.failedHandlers[id] != handler.generation
             else { return nil }
             state.delivering.insert(id)
             return (entry, result, handler)
         }
         guard let (entry, result, handler) = work else { return }
         do {
-            try await handler(entry.entry, result, entry.acceptable)
+            try await handler.run(entry.entry, result, entry.acceptable)
         } catch {
             state.withLock { state in
                 state.delivering.remove(id)
-                state.failedHandlers.insert(id)
+                state.failedHandlers[id] = handler.generation
             }
             emit(.handlerFailed(entry.entry))
             return
@@ -588,6 +621,7 @@ public final class Outbox: Sendable {
     private func finish(_ id: UUID) {
         state.withLock { state in
             state.delivering.remove(id)
+            state.failedHandlers[id] = nil
             if let (_, result) = state.results.removeValue(forKey: id) { state.bytes -= result.body?.count ?? 0 }
             state.bytes -= state.sizes.removeValue(forKey: id) ?? 0
         }
@@ -617,8 +651,19 @@ extension StoredEntry {
     var acceptable: Set<Int>? { acceptableStatusCodes.map(Set.init) }
 }
 
+extension StoredResult {
+    /// The error the handler will see, if the result is a failure.
+    func error(acceptable: Set<Int>?) -> NetworkClientError? {
+        if let failure { return failure.error }
+        guard let statusCode, acceptable?.contains(statusCode) ?? (200..<300).contains(statusCode) else {
+            return outcome(as: VoidResponse.self, decoder: JSONDecoder(), acceptable: acceptable).failureValue
+        }
+        return nil
+    }
+}
+
 extension Result {
-    fileprivate var failure: Failure? {
+    fileprivate var failureValue: Failure? {
         if case .failure(let error) = self { return error }
         return nil
     }

@@ -109,7 +109,8 @@ enum OutboxFiles {
 /// `flock` locks belong to the open file description: a second `Outbox` on the same directory, in this process or
 /// another, fails to take it, and the kernel drops it when the process dies, even by `SIGKILL`.
 final class DirectoryLock: Sendable {
-    private let fd: Int32
+    /// The lock file's descriptor; -1 once released.
+    private let fd: Locked<Int32>
 
     init(directory: String) throws(OutboxError) {
         let path = (directory as NSString).appendingPathComponent("outbox.lock")
@@ -121,11 +122,20 @@ final class DirectoryLock: Sendable {
             if code == EWOULDBLOCK { throw OutboxError.directoryInUse(path: directory) }
             throw OutboxFiles.error("lock", path, code)
         }
-        self.fd = fd
+        self.fd = Locked(fd)
+    }
+
+    /// Releases the lock; idempotent.
+    func release() {
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
+            flock(fd, LOCK_UN)
+            close(fd)
+            fd = -1
+        }
     }
 
     deinit {
-        flock(fd, LOCK_UN)
-        close(fd)
+        release()
     }
 }

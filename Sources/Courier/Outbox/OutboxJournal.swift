@@ -253,7 +253,7 @@ final class OutboxJournal: @unchecked Sendable {  // Every `var` below is guarde
     private func quarantine(
         _ name: String, reason: String, recovered: Int?, into contents: inout JournalContents
     ) {
-        let folder = (directory as NSString).appendingPathComponent("quarantine")
+        let folder = ((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent("quarantine")
         try? OutboxFiles.makeDirectory(folder)
         let stamp = Int(Date().timeIntervalSince1970 * 1000)
         let target = (folder as NSString).appendingPathComponent("\(stamp)-\(name)")
