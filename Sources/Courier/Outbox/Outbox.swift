@@ -483,7 +483,9 @@ public final class Outbox: Sendable {
         }) {
             do {
                 try await handler.run(info, result, entry.acceptable)
-                try? journal.appendWithoutWaiting(.done(id: entry.id))
+                // Durable before the next entry of the key goes: after a crash, only entries being sent or handled
+                // at that instant are sent again.
+                try? await journal.append(.done(id: entry.id), durable: true)
                 state.withLock { state in
                     state.entries[entry.id] = nil
                     Self.removeHead(entry.id, of: key, in: &state)
@@ -610,8 +612,7 @@ public final class Outbox: Sendable {
             emit(.handlerFailed(entry.entry))
             return
         }
-        // Not awaited: losing this record to a crash only means the handler runs once more at the next opening.
-        try? journal.appendWithoutWaiting(.done(id: id))
+        try? await journal.append(.done(id: id), durable: true)
         finish(id)
         emit(.handled(entry.entry))
         if pendingCount == 0 { emit(.drained) }

@@ -1,0 +1,135 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The built executable `name`, next to the test bundle (`.build/<configuration>/`).
+func builtExecutable(_ name: String) -> URL? {
+    var candidates: [URL] = []
+    if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+    candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+        candidates.append(bundle.bundleURL.deletingLastPathComponent())
+    }
+    for directory in candidates {
+        var current = directory
+        for _ in 0..<4 {
+            let url = current.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+            current = current.deletingLastPathComponent()
+        }
+    }
+    return nil
+}
+
+@Suite("Outbox crash")
+struct OutboxCrashTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("SIGKILL at random moments: every acknowledged entry arrives, in order per key, handled; duplicates only from kills")
+    func killAndRestart() async throws {
+        let child = try #require(builtExecutable("OutboxCrashChild"), "OutboxCrashChild is built with the tests")
+        let entries = 1_000
+        let workers = 8
+        let kills = 12
+        let concurrentSends = 4  // Outbox.Limits().maximumConcurrentSends, the child's setting.
+        var generator = SeededGenerator(seed: 0x0B0C)
+        // About one request in twenty fails with a 503, so retries happen around the kills too.
+        let server = try LoopbackServer { request in
+            request.sequenceNumber % 20 == 7 ? .respond(status: 503) : .respond(status: 201)
+        }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("courier-crash-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let ackFile = work.appendingPathComponent("acks.txt").path
+        let handledFile = work.appendingPathComponent("handled.txt").path
+        let outboxDirectory = work.appendingPathComponent("outbox").path
+
+        func launch() throws -> Process {
+            let process = Process()
+            process.executableURL = child
+            process.arguments = [
+                outboxDirectory, server.baseURL.absoluteString, ackFile, handledFile, "\(entries)", "\(workers)", "7",
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+
+        let clock = ContinuousClock()
+        let start = clock.now
+        var killed = 0
+        var runs = 0
+        while killed < kills {
+            let process = try launch()
+            runs += 1
+            // A random moment: early ones land during start-up and replay, later ones during enqueues and sends.
+            let delay = Int.random(in: 150...900, using: &generator)
+            try await Task.sleep(for: .milliseconds(delay))
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                killed += 1
+            }
+            process.waitUntilExit()
+        }
+        let final = try launch()
+        runs += 1
+        let drained = await eventually(timeout: .seconds(90)) { !final.isRunning }
+        if !drained { kill(final.processIdentifier, SIGKILL) }
+        final.waitUntilExit()
+        let duration = clock.now - start
+        #expect(drained)
+        #expect(final.terminationStatus == 0)
+
+        func lines(_ path: String) -> [String] {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        let acknowledged = lines(ackFile)
+        let handled = Set(lines(handledFile))
+        #expect(Set(acknowledged).count == entries)
+
+        // What reached the server, in arrival order.
+        let arrivals = server.recordedRequests.compactMap { request -> (key: String, ok: Bool)? in
+            request.header("Idempotency-Key").map { ($0, request.sequenceNumber % 20 != 7) }
+        }
+        var delivered: [String: Int] = [:]
+        var firstArrival: [String] = []
+        var seen: Set<String> = []
+        for arrival in arrivals {
+            if arrival.ok { delivered[arrival.key, default: 0] += 1 }
+            if seen.insert(arrival.key).inserted { firstArrival.append(arrival.key) }
+        }
+        let missing = acknowledged.filter { delivered[$0] == nil }
+        #expect(missing.isEmpty, "acknowledged but never delivered: \(missing.prefix(10))")
+        let unhandled = acknowledged.filter { !handled.contains($0) }
+        #expect(unhandled.isEmpty, "acknowledged but never handled: \(unhandled.prefix(10))")
+
+        // First arrivals per ordering key (worker) follow enqueue order.
+        var violations = 0
+        for worker in 0..<workers {
+            let order = firstArrival.filter { $0.hasPrefix("\(worker)-") }.compactMap { Int($0.split(separator: "-")[1]) }
+            violations += zip(order, order.dropFirst()).filter { $0 >= $1 }.count
+        }
+        #expect(violations == 0)
+
+        // Duplicates: at most the entries being sent or handled at each kill.
+        let duplicates = delivered.values.filter { $0 > 1 }.count
+        let extraCopies = delivered.values.reduce(0) { $0 + max(0, $1 - 1) }
+        #expect(duplicates <= killed * concurrentSends)
+        // No credential on disk, from the interceptor's token.
+        let bytes = everyByte(under: URL(fileURLWithPath: outboxDirectory))
+        #expect(bytes.range(of: Data("crash-test-token".utf8)) == nil)
+        let quarantined =
+            (try? FileManager.default.contentsOfDirectory(atPath: outboxDirectory + "/quarantine").count) ?? 0
+        print(
+            "Outbox crash test: \(killed) kills, \(runs) runs, \(acknowledged.count) acknowledged, "
+                + "\(delivered.count) keys delivered, \(arrivals.count) requests (\(arrivals.filter { !$0.ok }.count) "
+                + "answered 503), \(duplicates) entries duplicated (\(extraCopies) extra copies), "
+                + "\(violations) order violations, \(handled.count) handled, \(quarantined) files quarantined, "
+                + "\(duration)")
+    }
+}
