@@ -30,7 +30,9 @@ func builtExecutable(_ name: String) -> URL? {
 @Suite("Outbox crash")
 struct OutboxCrashTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("SIGKILL at random moments: every acknowledged entry arrives, in order per key, handled; duplicates only from kills")
+    @Test(
+        "SIGKILL at random moments: every acknowledged entry arrives, in order per key, handled; duplicates only from kills"
+    )
     func killAndRestart() async throws {
         let child = try #require(builtExecutable("OutboxCrashChild"), "OutboxCrashChild is built with the tests")
         let entries = 1_000
@@ -111,7 +113,9 @@ struct OutboxCrashTests {
         // First arrivals per ordering key (worker) follow enqueue order.
         var violations = 0
         for worker in 0..<workers {
-            let order = firstArrival.filter { $0.hasPrefix("\(worker)-") }.compactMap { Int($0.split(separator: "-")[1]) }
+            let order = firstArrival.filter { $0.hasPrefix("\(worker)-") }.compactMap {
+                Int($0.split(separator: "-")[1])
+            }
             violations += zip(order, order.dropFirst()).filter { $0 >= $1 }.count
         }
         #expect(violations == 0)

@@ -102,7 +102,8 @@ public final class Outbox: Sendable {
     private let lock: DirectoryLock
     private let state: Locked<State>
 
-    typealias Handler = @Sendable (_ entry: OutboxEntry, _ result: StoredResult, _ acceptable: Set<Int>?) async throws
+    typealias Handler =
+        @Sendable (_ entry: OutboxEntry, _ result: StoredResult, _ acceptable: Set<Int>?) async throws
         -> Void
 
     private struct State: Sendable {
@@ -189,7 +190,8 @@ public final class Outbox: Sendable {
             .union(configuration?.sensitiveHeaders ?? [])
         self.environment = environment
         self.lock = lock
-        self.journal = OutboxJournal(directory: (path as NSString).appendingPathComponent("journal"), segmentSize: segmentSize)
+        self.journal = OutboxJournal(
+            directory: (path as NSString).appendingPathComponent("journal"), segmentSize: segmentSize)
         let contents = try journal.open()
         var state = State(paused: paused)
         for entry in contents.entries.values {
@@ -300,7 +302,8 @@ public final class Outbox: Sendable {
         kind: String,
         as type: Value.Type,
         decoder: JSONDecoder = JSONDecoder(),
-        handler: @escaping @Sendable (OutboxEntry, Result<NetworkResponse<Value>, NetworkClientError>) async throws
+        handler:
+            @escaping @Sendable (OutboxEntry, Result<NetworkResponse<Value>, NetworkClientError>) async throws
             -> Void
     ) {
         let erased: Handler = { entry, result, acceptable in
@@ -309,8 +312,10 @@ public final class Outbox: Sendable {
         let waiting = state.withLock { state -> [UUID] in
             state.handlerGeneration += 1
             state.handlers[kind] = (state.handlerGeneration, erased)
-            return state.results.values.filter { $0.entry.kind == kind }.sorted { $0.entry.sequence < $1.entry.sequence }
-                .map(\.entry.id)
+            return state.results.values.filter { $0.entry.kind == kind }.sorted {
+                $0.entry.sequence < $1.entry.sequence
+            }
+            .map(\.entry.id)
         }
         guard !waiting.isEmpty else { return }
         spawn { outbox in
@@ -633,7 +638,8 @@ public final class Outbox: Sendable {
         let now = environment.now()
         let expired = state.withLock { state in
             state.results.values.filter {
-                state.handlers[$0.entry.kind] == nil && now.timeIntervalSince($0.result.storedAt) > limits.resultRetention
+                state.handlers[$0.entry.kind] == nil
+                    && now.timeIntervalSince($0.result.storedAt) > limits.resultRetention
             }.map(\.entry)
         }
         for entry in expired {

@@ -53,7 +53,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .directoryInUse(let path):
             return "The outbox directory \(path) is in use by another Outbox (in this or another process)."
         case .storageFailed(let operation, let path, let code):
-            return "Outbox storage: \(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))."
+            return
+                "Outbox storage: \(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))."
         case .secretHeader(let name):
             return "The request carries the credential header \(String(reflecting: name)), which the outbox never "
                 + "stores; let the wrapped client add it at send time (interceptor or authenticator)."

@@ -74,7 +74,8 @@ enum JournalFormat {
                 continue
             }
             if damage == nil {
-                damage = bytes.count - offset < headerSize
+                damage =
+                    bytes.count - offset < headerSize
                     ? "truncated record at byte \(offset)" : "damaged or truncated record at byte \(offset)"
             }
             // Resynchronise on the next magic number: intact records after the damage are still delivered.
@@ -253,7 +254,8 @@ final class OutboxJournal: @unchecked Sendable {  // Every `var` below is guarde
     private func quarantine(
         _ name: String, reason: String, recovered: Int?, into contents: inout JournalContents
     ) {
-        let folder = ((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent("quarantine")
+        let folder = ((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
+            "quarantine")
         try? OutboxFiles.makeDirectory(folder)
         let stamp = Int(Date().timeIntervalSince1970 * 1000)
         let target = (folder as NSString).appendingPathComponent("\(stamp)-\(name)")
