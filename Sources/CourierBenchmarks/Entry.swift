@@ -40,5 +40,7 @@ private func run(_ options: Options) async throws {
         try await runBenchmark(options)
     case .memory(let scenario):
         try await runMemory(scenario)
+    case .outbox:
+        try await runOutboxBenchmark(rounds: options.rounds ?? (options.quick ? 1 : 5))
     }
 }
