@@ -134,6 +134,38 @@ struct OutboxTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Concurrent enqueues on one key while sending: each entry sent once, one at a time")
+    func concurrentEnqueuesOnOneKey() async throws {
+        let server = try LoopbackServer { _ in .echo(delay: .milliseconds(1)) }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outbox = try Outbox(directory: directory, client: server.client())
+        outbox.onResult(kind: "k", as: VoidResponse.self) { _, result in _ = try result.get() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<16 {
+                group.addTask {
+                    for index in 0..<10 {
+                        try await outbox.enqueue(
+                            NetworkRequest<VoidRequest, VoidResponse>(path: "/\(caller)/\(index)", method: .post),
+                            kind: "k", orderingKey: "one")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await eventually(timeout: .seconds(30)) { outbox.pendingCount == 0 })
+        #expect(server.requestCount == 160)
+        #expect(Set(server.recordedRequests.map(\.path)).count == 160)
+        #expect(server.maxConcurrentRequests == 1)
+        // Each caller's own entries went out in its order.
+        for caller in 0..<16 {
+            let mine = server.recordedRequests.map(\.path).filter { $0.hasPrefix("/\(caller)/") }
+            #expect(mine == (0..<10).map { "/\(caller)/\($0)" })
+        }
+        await outbox.close()
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Backoff with jitter by the retry policy, Retry-After honoured even above maxDelay, on virtual time")
     func backoffAndRetryAfter() async throws {
         let server = try failingThenEcho([

@@ -118,6 +118,8 @@ public final class Outbox: Sendable {
         var failedHandlers: [UUID: Int] = [:]
         var sizes: [UUID: Int] = [:]
         var reservedEntries = 0
+        /// The sequence numbers of entries being written, by queue: a queue's head waits for lower ones.
+        var enqueuing: [String: Set<UInt64>] = [:]
         var bytes = 0
         var nextSequence: UInt64 = 1
         var paused: Bool
@@ -244,42 +246,55 @@ public final class Outbox: Sendable {
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
     ) async throws -> UUID {
         var entry = try stored(request, kind: kind, orderingKey: orderingKey)
-        let size = try state.withLock { state throws(OutboxError) -> Int in
+        let queue = Self.queueName(orderingKey)
+        entry.sequence = try state.withLock { state throws(OutboxError) -> UInt64 in
             guard !state.closed else { throw .closed }
-            entry.sequence = state.nextSequence
-            let record = try? JournalRecord.entry(entry).framed()
-            let size = record?.count ?? 0
+            defer { state.nextSequence += 1 }
+            return state.nextSequence
+        }
+        // Encoded outside the lock, so concurrent callers encode in parallel.
+        let record: Data
+        do {
+            record = try JournalRecord.entry(entry).framed()
+        } catch {
+            throw OutboxError.invalidRequest(reason: "the entry could not be encoded: \(type(of: error))")
+        }
+        try state.withLock { state in
             guard state.entries.count + state.results.count + state.reservedEntries < limits.maximumEntries else {
-                throw .tooManyEntries(limit: limits.maximumEntries)
+                throw OutboxError.tooManyEntries(limit: limits.maximumEntries)
             }
-            guard state.bytes + size <= limits.maximumBytes else { throw .tooManyBytes(limit: limits.maximumBytes) }
-            state.nextSequence += 1
+            guard state.bytes + record.count <= limits.maximumBytes else {
+                throw OutboxError.tooManyBytes(limit: limits.maximumBytes)
+            }
             state.reservedEntries += 1
-            state.bytes += size
-            return size
+            state.bytes += record.count
+            // Until it is durable, no later entry of its key may be sent.
+            state.enqueuing[queue, default: []].insert(entry.sequence)
         }
         do {
-            try await journal.append(.entry(entry), durable: true)
+            try await journal.append(framed: record, id: entry.id, type: 1, durable: true)
         } catch {
             state.withLock {
                 $0.reservedEntries -= 1
-                $0.bytes -= size
+                $0.bytes -= record.count
+                $0.enqueuing[queue]?.remove(entry.sequence)
             }
+            pump()
             throw error
         }
         state.withLock { state in
             state.reservedEntries -= 1
-            state.sizes[entry.id] = size
+            state.enqueuing[queue]?.remove(entry.sequence)
+            if state.enqueuing[queue]?.isEmpty == true { state.enqueuing[queue] = nil }
+            state.sizes[entry.id] = record.count
             state.entries[entry.id] = entry
-            state.queues[Self.queueName(orderingKey), default: []].append(entry.id)
-            // Durable appends may complete out of sequence order: keep each queue sorted.
-            let queue = state.queues[Self.queueName(orderingKey)]!
-            if queue.count > 1, let previous = state.entries[queue[queue.count - 2]],
-                previous.sequence > entry.sequence
-            {
-                let entries = state.entries
-                state.queues[Self.queueName(orderingKey)]!.sort { entries[$0]!.sequence < entries[$1]!.sequence }
-            }
+            // Durable appends of one key may finish out of sequence order: insert in sequence order.
+            var ids = state.queues[queue] ?? []
+            let entries = state.entries
+            let position =
+                ids.lastIndex { entries[$0].map { $0.sequence < entry.sequence } ?? true }.map { $0 + 1 } ?? 0
+            ids.insert(entry.id, at: position)
+            state.queues[queue] = ids
         }
         pump()
         return entry.id
@@ -360,6 +375,12 @@ public final class Outbox: Sendable {
             self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
         }
         return stream
+    }
+
+    deinit {
+        // Reached only when no task of the outbox is running any more: stop the journal's thread, free the directory.
+        journal.close()
+        lock.release()
     }
 
     /// Stops sending, cancels the requests in flight (they are sent again at the next opening), flushes the journal
@@ -452,8 +473,12 @@ public final class Outbox: Sendable {
         let keys = state.withLock { state -> [String] in
             guard !state.paused, !state.closed else { return [] }
             var started: [String] = []
-            let ready = state.queues.filter { !$0.value.isEmpty && !state.sending.contains($0.key) }
-                .sorted { state.entries[$0.value[0]]!.sequence < state.entries[$1.value[0]]!.sequence }
+            func head(_ ids: [UUID]) -> UInt64 { ids.first.flatMap { state.entries[$0]?.sequence } ?? .max }
+            let ready = state.queues.filter { key, ids in
+                guard !ids.isEmpty, !state.sending.contains(key) else { return false }
+                // An earlier entry of this key that is still being written goes first.
+                return state.enqueuing[key]?.contains { $0 < head(ids) } != true
+            }.sorted { head($0.value) < head($1.value) }
             for (key, _) in ready where state.sending.count < limits.maximumConcurrentSends {
                 state.sending.insert(key)
                 started.append(key)
@@ -526,7 +551,7 @@ public final class Outbox: Sendable {
     }
 
     private static func removeHead(_ id: UUID, of key: String, in state: inout State) {
-        if state.queues[key]?.first == id { state.queues[key]?.removeFirst() }
+        state.queues[key]?.removeAll { $0 == id }
         if state.queues[key]?.isEmpty == true { state.queues[key] = nil }
     }
 

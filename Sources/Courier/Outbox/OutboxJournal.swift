@@ -206,6 +206,10 @@ final class OutboxJournal: @unchecked Sendable {  // Every `var` below is guarde
         var contents = JournalContents()
         var done: Set<UUID> = []
         var seen: [(Int, JournalRecord, Range<Int>)] = []
+        // A temporary file is what a crash during an atomic write leaves: its target still has the old content.
+        for name in OutboxFiles.files(in: directory, suffix: ".tmp") {
+            unlink((directory as NSString).appendingPathComponent(name))
+        }
         for name in OutboxFiles.files(in: directory, suffix: ".log") {
             guard name.hasPrefix("journal-"), let number = Int(name.dropFirst(8).dropLast(4)) else { continue }
             let path = path(number)
