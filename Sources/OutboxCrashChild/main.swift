@@ -1,12 +1,16 @@
 // The child process of the outbox crash test (Tests/CourierTests/OutboxCrashTests.swift). Not a product.
 //
-// OutboxCrashChild <directory> <server base URL> <ack file> <handled file> <entries> <workers> <seed>
+// OutboxCrashChild <directory> <server base URL> <ack file> <handled file> <entries> <workers> <seed> <trace file>
 //
 // Opens an Outbox on <directory> and enqueues <entries> POSTs with bodies of pseudo-random size up to 64 KB,
 // from <workers> concurrent callers, each with its own ordering key. Entry `j` of worker `w` carries the
 // idempotency key `w-j`. Each acknowledged enqueue appends "w-j" to <ack file>; each handled result appends
 // "w-j" to <handled file>. A restarted child resumes each worker after its last acknowledged entry. It exits 0
 // once every entry is acknowledged and the outbox is drained. The parent kills it with SIGKILL at random moments.
+//
+// <trace file> tells the parent what was in flight at each kill: "S" when a run starts, "E w-j" before an enqueue
+// and "A w-j" after it returned, "T w-j" before each send attempt (from the rewrite hook), "D w-j" once the entry
+// is finished on disk (the `.handled` event, after its completion record is flushed).
 import Courier
 import Foundation
 
@@ -40,7 +44,7 @@ func mix(_ value: UInt64) -> UInt64 {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 8, let entries = Int(arguments[5]), let workers = Int(arguments[6]),
+guard arguments.count == 9, let entries = Int(arguments[5]), let workers = Int(arguments[6]),
     let seed = UInt64(arguments[7]), let baseURL = URL(string: arguments[2])
 else {
     FileHandle.standardError.write(Data("usage: OutboxCrashChild dir url ack handled entries workers seed\n".utf8))
@@ -49,6 +53,8 @@ else {
 let directory = URL(fileURLWithPath: arguments[1])
 let acks = LineLog(arguments[3])
 let handled = LineLog(arguments[4])
+let trace = LineLog(arguments[8])
+trace.append("S")
 let acknowledged = Set(
     (try? String(contentsOfFile: arguments[3], encoding: .utf8))?.split(separator: "\n").map(String.init) ?? [])
 
@@ -63,7 +69,17 @@ configuration.interceptor = { request in
 let policy = RetryPolicy(baseDelay: 0.01, maxDelay: 0.05)
 let outbox = try Outbox(
     directory: directory, client: NetworkClient(configuration: configuration), retryPolicy: policy,
-    limits: Outbox.Limits(maximumBytes: 512 * 1024 * 1024), paused: true)
+    limits: Outbox.Limits(maximumBytes: 512 * 1024 * 1024), paused: true
+) { request in
+    trace.append("T \(request.entry.idempotencyKey)")
+    return request
+}
+let events = outbox.events()
+Task {
+    for await event in events {
+        if case .handled(let entry) = event { trace.append("D \(entry.idempotencyKey)") }
+    }
+}
 outbox.onResult(kind: "crash", as: VoidResponse.self) { entry, result in
     _ = try result.get()
     handled.append(entry.idempotencyKey)
@@ -82,6 +98,7 @@ await withTaskGroup(of: Void.self) { group in
                 let request = NetworkRequest<Data, VoidResponse>(
                     path: "/write/\(worker)", method: .post, body: body,
                     additionalHeaders: [Outbox.idempotencyHeader: key])
+                trace.append("E \(key)")
                 while true {
                     do {
                         try await outbox.enqueue(request, kind: "crash", orderingKey: "worker-\(worker)")
@@ -92,6 +109,7 @@ await withTaskGroup(of: Void.self) { group in
                     }
                 }
                 acks.append(key)
+                trace.append("A \(key)")
             }
         }
     }

@@ -50,12 +50,14 @@ struct OutboxCrashTests {
         let ackFile = work.appendingPathComponent("acks.txt").path
         let handledFile = work.appendingPathComponent("handled.txt").path
         let outboxDirectory = work.appendingPathComponent("outbox").path
+        let traceFile = work.appendingPathComponent("trace.txt").path
 
         func launch() throws -> Process {
             let process = Process()
             process.executableURL = child
             process.arguments = [
                 outboxDirectory, server.baseURL.absoluteString, ackFile, handledFile, "\(entries)", "\(workers)", "7",
+                traceFile,
             ]
             process.standardOutput = FileHandle.nullDevice
             try process.run()
@@ -120,8 +122,38 @@ struct OutboxCrashTests {
         }
         #expect(violations == 0)
 
-        // Duplicates: at most the entries being sent or handled at each kill.
-        let duplicates = delivered.values.filter { $0 > 1 }.count
+        // In flight at a kill: in a run that was killed, an enqueue that had not returned, or an entry attempted and
+        // not yet finished on disk.
+        var inFlight: Set<String> = []
+        var runTrace: [Substring] = []
+        func closeRun() {
+            var open: Set<Substring> = []
+            for line in runTrace {
+                let parts = line.split(separator: " ", maxSplits: 1)
+                guard parts.count == 2 else { continue }
+                switch parts[0] {
+                case "E", "T": open.insert(parts[1])
+                case "A", "D": open.remove(parts[1])
+                default: break
+                }
+            }
+            inFlight.formUnion(open.map(String.init))
+        }
+        let traceLines = lines(traceFile)
+        let lastStart = traceLines.lastIndex(of: "S") ?? traceLines.endIndex
+        for line in traceLines[..<lastStart] {
+            if line == "S" {
+                closeRun()
+                runTrace = []
+            } else {
+                runTrace.append(Substring(line))
+            }
+        }
+        closeRun()
+        // Duplicates only for entries in flight at a kill, and at most the entries being sent at each kill.
+        let duplicated = Set(delivered.filter { $0.value > 1 }.keys)
+        #expect(duplicated.isSubset(of: inFlight), "duplicated, not in flight: \(duplicated.subtracting(inFlight))")
+        let duplicates = duplicated.count
         let extraCopies = delivered.values.reduce(0) { $0 + max(0, $1 - 1) }
         #expect(duplicates <= killed * concurrentSends)
         // No credential on disk, from the interceptor's token.
@@ -133,7 +165,7 @@ struct OutboxCrashTests {
             "Outbox crash test: \(killed) kills, \(runs) runs, \(acknowledged.count) acknowledged, "
                 + "\(delivered.count) keys delivered, \(arrivals.count) requests (\(arrivals.filter { !$0.ok }.count) "
                 + "answered 503), \(duplicates) entries duplicated (\(extraCopies) extra copies), "
-                + "\(violations) order violations, \(handled.count) handled, \(quarantined) files quarantined, "
+                + "\(inFlight.count) in flight at the kills, \(violations) order violations, \(handled.count) handled, \(quarantined) files quarantined, "
                 + "\(duration)")
     }
 }
