@@ -179,9 +179,15 @@ struct OutboxTests {
             directory: directory, client: server.client(), retryPolicy: policy, environment: time.environment)
         let events = outbox.events()
         try await outbox.enqueue(NetworkRequest<VoidRequest, VoidResponse>(path: "/x", method: .post), kind: "x")
-        #expect(await firstEvent(events) { if case .sent = $0 { return true } else { return false } } != nil)
+        let delays = Locked<[TimeInterval]>([])
+        let sent = await firstEvent(events) { event in
+            if case .retrying(_, _, let delay, _) = event { delays.withLock { $0.append(delay) } }
+            if case .sent = event { return true } else { return false }
+        }
+        #expect(sent != nil)
         // 120 s asked by the server; then the backoff ceilings after attempts 2 and 3: 2 s and 4 s.
         #expect(time.sleeps == [120, 2, 4])
+        #expect(delays.withLock { $0 } == [120, 2, 4])
         #expect(server.requestCount == 4)
         let keys = Set(server.recordedRequests.compactMap { $0.header("Idempotency-Key") })
         #expect(keys.count == 1)
