@@ -154,7 +154,8 @@ struct StoredResult: Codable, Sendable {
             result.failure = .responseTooLarge(limit: limit)
         case .redirectRefused(let reason):
             result.failure = .redirectRefused(reason)
-        case .encodingFailed, .interceptorFailed, .invalidResponse, .decodingFailed:
+        default:
+            // encodingFailed, interceptorFailed, invalidResponse, decodingFailed and any later case: the safe text.
             result.failure = .other(error.description)
         }
         return result
