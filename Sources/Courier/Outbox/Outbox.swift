@@ -133,6 +133,9 @@ public final class Outbox: Sendable {
     /// Opens the outbox in `directory` (created if needed), takes its lock, reads what an earlier run left, and
     /// starts sending it.
     ///
+    /// The journal is read on the calling thread (a few milliseconds per megabyte): open the outbox off the main
+    /// thread if it may hold much. Damaged files found meanwhile are reported on the first ``events()`` stream.
+    ///
     /// - Parameters:
     ///   - directory: Where the journal lives; a directory of its own, for example under Application Support on
     ///     Apple platforms. Nothing else should write in it.

@@ -160,7 +160,9 @@ struct JournalContents {
 ///
 /// Old segments are deleted oldest first once nothing in them is live; a live entry in the oldest segment is copied
 /// to the active one first, so one stuck entry never pins the disk.
-final class OutboxJournal: @unchecked Sendable {  // Every `var` below is guarded by `condition`.
+// Every `var` below is guarded by `condition`; `activeFD`, `activeSegment` and `activeSize` are also read without it on
+// the writer thread, the only thread that changes them once `open()` has returned.
+final class OutboxJournal: @unchecked Sendable {
     private struct Pending {
         var record: Data
         var id: UUID
