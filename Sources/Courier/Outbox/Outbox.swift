@@ -439,7 +439,9 @@ public final class Outbox: Sendable {
                 contentType = "application/json"
             }
         }
-        if let size = body?.count, size > limits.maximumBodySize {
+        if let size = body?.count ?? request.formItems.map({ FormEncoding.body($0).count }),
+            size > limits.maximumBodySize
+        {
             throw .bodyTooLarge(size: size, limit: limits.maximumBodySize)
         }
         if let contentType,
