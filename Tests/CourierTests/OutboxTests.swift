@@ -77,6 +77,31 @@ struct OutboxTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("pause() holds new sends, resume() sends them; pendingCount counts until handled")
+    func pauseAndResume() async throws {
+        let server = try echoServer()
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outbox = try Outbox(directory: directory, client: server.client())
+        outbox.onResult(kind: "k", as: VoidResponse.self) { _, _ in }
+        outbox.pause()
+        for index in 0..<3 {
+            try await outbox.enqueue(
+                NetworkRequest<VoidRequest, VoidResponse>(path: "/\(index)", method: .post), kind: "k")
+        }
+        #expect(outbox.pendingCount == 3)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(server.requestCount == 0)
+        outbox.resume()
+        #expect(await eventually { outbox.pendingCount == 0 })
+        #expect(server.recordedRequests.map(\.path) == ["/0", "/1", "/2"])
+        await outbox.close()
+        await #expect(throws: OutboxError.closed) {
+            try await outbox.enqueue(NetworkRequest<VoidRequest, VoidResponse>(path: "/x", method: .post), kind: "k")
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("One outbox per directory: a second one gets directoryInUse until the first is closed")
     func exclusiveLock() async throws {
         let server = try echoServer()
