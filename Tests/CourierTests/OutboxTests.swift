@@ -401,6 +401,16 @@ struct OutboxTests {
         }
         #expect(outbox.pendingCount == 2)
         await outbox.close()
+        let streamed = try Outbox(directory: temporaryOutboxDirectory(), client: server.client(), paused: true)
+        await #expect(throws: OutboxError.self) {
+            try await streamed.enqueue(
+                NetworkRequest<FileUpload, VoidResponse>(
+                    path: "/upload", method: .put, body: FileUpload(url: URL(fileURLWithPath: "/etc/hostname"))),
+                kind: "k")
+        }
+        #expect(streamed.pendingCount == 0)
+        try? FileManager.default.removeItem(at: streamed.directory)
+        await streamed.close()
         let reopened = try Outbox(directory: directory, client: server.client(), limits: limits, paused: true)
         #expect(reopened.pendingCount == 2)
         await reopened.close()

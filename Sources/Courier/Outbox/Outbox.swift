@@ -242,8 +242,9 @@ public final class Outbox: Sendable {
     /// - Returns: The entry id, once the entry is written and flushed to the disk.
     /// - Throws: ``OutboxError/secretHeader(name:)``, ``OutboxError/bodyTooLarge(size:limit:)``,
     ///   ``OutboxError/tooManyEntries(limit:)``, ``OutboxError/tooManyBytes(limit:)``,
-    ///   ``OutboxError/invalidRequest(reason:)``, ``OutboxError/storageFailed(operation:path:code:)`` or
-    ///   ``OutboxError/closed``; nothing is stored then.
+    ///   ``OutboxError/invalidRequest(reason:)`` (also for a ``FileUpload`` or ``MultipartFormData`` body: enqueue
+    ///   the bytes as `Data`), ``OutboxError/storageFailed(operation:path:code:)`` or ``OutboxError/closed``;
+    ///   nothing is stored then.
     @discardableResult
     public func enqueue<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
@@ -419,6 +420,12 @@ public final class Outbox: Sendable {
             $0.caseInsensitiveCompare(Self.idempotencyHeader) == .orderedSame
         }) {
             idempotencyKey = headers.removeValue(forKey: name)!
+        }
+        if RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self {
+            // Streamed from a file the outbox does not own, which may be gone after a restart.
+            throw .invalidRequest(
+                reason: "a FileUpload or MultipartFormData body is streamed from a file and cannot be stored; "
+                    + "enqueue the bytes as Data")
         }
         var body: Data?
         var contentType: String?
