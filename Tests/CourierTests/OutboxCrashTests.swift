@@ -39,6 +39,10 @@ struct OutboxCrashTests {
         let outboxDirectory = work.appendingPathComponent("outbox").path
         let traceFile = work.appendingPathComponent("trace.txt").path
 
+        let childLogPath = work.appendingPathComponent("child-stderr.txt").path
+        _ = FileManager.default.createFile(atPath: childLogPath, contents: nil)
+        let childLog = try FileHandle(forWritingTo: URL(fileURLWithPath: childLogPath))
+        defer { try? childLog.close() }
         func launch() throws -> Process {
             let process = Process()
             process.executableURL = child
@@ -46,7 +50,10 @@ struct OutboxCrashTests {
                 outboxDirectory, server.baseURL.absoluteString, ackFile, handledFile, "\(entries)", "\(workers)", "7",
                 traceFile,
             ]
+            // A file, not the test's pipe: a child that writes much must never block on a full pipe.
             process.standardOutput = FileHandle.nullDevice
+            process.standardError = childLog
+            process.standardInput = FileHandle.nullDevice
             try process.run()
             return process
         }
@@ -73,7 +80,9 @@ struct OutboxCrashTests {
         if !drained { kill(final.processIdentifier, SIGKILL) }
         final.waitUntilExit()
         let duration = clock.now - start
-        #expect(drained)
+        let stderrTail = String(
+            decoding: (FileManager.default.contents(atPath: childLogPath) ?? Data()).suffix(2_000), as: UTF8.self)
+        #expect(drained, "the last run did not drain within 90 s; its stderr ends with: \(stderrTail)")
         #expect(final.terminationStatus == 0)
 
         func lines(_ path: String) -> [String] {
