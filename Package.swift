@@ -18,7 +18,10 @@ let package = Package(
         // Runs one scenario that may crash the process, for CrashProbeTests to run as a child process. Not a
         // product; a dependency of the tests so that `swift test` builds it next to the test bundle.
         .executableTarget(name: "CourierProbe", dependencies: ["Courier", "LoopbackHTTPServer"]),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "LoopbackHTTPServer", "CourierProbe"]),
+        // The process the outbox crash test kills and restarts. Not a product.
+        .executableTarget(name: "OutboxCrashChild", dependencies: ["Courier"]),
+        .testTarget(
+            name: "CourierTests", dependencies: ["Courier", "LoopbackHTTPServer", "CourierProbe", "OutboxCrashChild"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -42,5 +42,7 @@ private func run(_ options: Options) async throws {
         try await runMemory(scenario)
     case .checkInstructions(let baseline, let update, let count):
         try await InstructionCheck.run(baselinePath: baseline, update: update, count: count)
+    case .outbox:
+        try await runOutboxBenchmark(rounds: options.rounds ?? (options.quick ? 1 : 5))
     }
 }

@@ -17,6 +17,8 @@ struct Options: Sendable {
         case memory(MemoryScenario)
         /// Count instructions per request under callgrind and compare the ratios with a baseline file.
         case checkInstructions(baseline: String, update: Bool, count: Int)
+        /// The outbox's durable enqueue rate and its sending cost against `sequential()`.
+        case outbox
     }
 
     /// The client whose loop `--profile` runs.
@@ -92,6 +94,11 @@ struct Options: Sendable {
                               courier-300mb: a 300 MB body into Data through Courier, maximumResponseSize raised;
                               raw-300mb: the same with raw URLSession; courier-gzip-bomb: a gzip bomb (4 GiB of
                               zeros, at most about 300 MiB of it sent) against the default 100 MiB limit
+
+        Outbox:
+          --outbox [--rounds N] [--quick]
+                              durable Outbox enqueues per second from 1 and 16 callers, and small POSTs sent through
+                              the outbox against sequential() (medians of N rounds, default 5; --quick: 1)
         """
 
     /// Parses the arguments after the program name.
@@ -121,6 +128,7 @@ struct Options: Sendable {
             case "--rounds": options.rounds = try number(for: argument, minimum: 2)
             case "--write-fixtures": options.mode = .writeFixtures(directory: try value(for: argument))
             case "--serve": options.mode = .serve
+            case "--outbox": options.mode = .outbox
             case "--count": count = try number(for: argument, minimum: 0)
             case "--profile":
                 let name = try value(for: argument)

@@ -109,6 +109,12 @@ struct ProbeUnavailable: Error, CustomStringConvertible {
 /// The `CourierProbe` executable that `swift build` put next to the test bundle (`COURIER_PROBE` overrides it).
 func probeExecutable() throws -> URL {
     if let path = ProcessInfo.processInfo.environment["COURIER_PROBE"] { return URL(fileURLWithPath: path) }
+    return try builtExecutable(named: "CourierProbe")
+}
+
+/// An executable target of this package (`CourierProbe`, `OutboxCrashChild`) that `swift build` put next to the
+/// test bundle; the tests depend on those targets so that `swift test` builds them.
+func builtExecutable(named name: String) throws -> URL {
     var candidates: [URL] = []
     // Linux: the test bundle is the executable itself (…/debug/CourierPackageTests.xctest). macOS: a bundle loaded
     // by xctest or swiftpm-testing-helper, inside the same directory.
@@ -121,10 +127,10 @@ func probeExecutable() throws -> URL {
         while directory.path.contains(".xctest") && directory.path != "/" {
             directory = directory.deletingLastPathComponent()
         }
-        let probe = directory.appendingPathComponent("CourierProbe")
-        if FileManager.default.isExecutableFile(atPath: probe.path) { return probe }
+        let executable = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: executable.path) { return executable }
     }
-    throw ProbeUnavailable(description: "CourierProbe not found next to \(candidates.map(\.path)); run swift build")
+    throw ProbeUnavailable(description: "\(name) not found next to \(candidates.map(\.path)); run swift build")
 }
 
 /// Runs the probe as a child process, killing it if it runs past `timeLimit`.

@@ -1,0 +1,714 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A durable queue of write requests: each is on the disk before ``enqueue(_:kind:orderingKey:)`` returns, is sent
+/// through a ``NetworkClientProtocol`` until it gets a definitive answer, across restarts and crashes, and its
+/// result goes to the handler registered for its kind, also after a restart.
+///
+/// ```swift
+/// let outbox = try Outbox(directory: supportDirectory.appendingPathComponent("outbox"), client: client)
+/// outbox.onResult(kind: "createPost", as: Post.self) { entry, result in
+///     if case .success(let response) = result { try await store.save(response.value) }
+/// }
+/// let id = try await outbox.enqueue(NetworkRequest<NewPost, Post>(path: "/posts", method: .post, body: draft),
+///                                   kind: "createPost")
+/// ```
+///
+/// Guarantees (see the "Keeping writes across restarts" article):
+/// - **Durable**: `enqueue` returns once the entry is written and flushed (`fdatasync`) to an append-only journal;
+///   concurrent enqueues share one flush (group commit). A kill at any instant loses no acknowledged entry.
+/// - **At least once**: an entry in flight at a crash is sent again. Every attempt carries the same
+///   `Idempotency-Key` header, so the server can drop duplicates.
+/// - **Ordered**: entries with the same `orderingKey` are sent one at a time in enqueue order; a later entry waits
+///   while an earlier one is retried, and until the earlier one's handler (if one is registered) has run. Different
+///   keys run concurrently, up to ``Limits/maximumConcurrentSends``.
+/// - **No secret on disk**: `Authorization`, `Proxy-Authorization`, `Cookie` and the sensitive headers are refused
+///   at enqueue; the wrapped client adds credentials at send time. Stored responses keep no `Set-Cookie` either.
+/// - **Bounded**: ``Limits`` caps entries, bytes and the body size; beyond them `enqueue` throws and stores nothing.
+/// - **Damage is contained**: a damaged journal file is copied to `quarantine/`, reported as
+///   ``OutboxEvent/quarantined(file:reason:recoveredEntries:)``, and every intact entry in it is kept.
+///
+/// One `Outbox` per directory: opening takes an exclusive `flock` on `outbox.lock`, so a second instance, in this
+/// process or another, fails with ``OutboxError/directoryInUse(path:)``. Call ``close()`` to release it.
+public final class Outbox: Sendable {
+    /// The header every attempt of an entry carries: a UUID chosen at enqueue, or the request's own value.
+    public static let idempotencyHeader = "Idempotency-Key"
+
+    /// The bounds of an ``Outbox``.
+    public struct Limits: Sendable {
+        /// The most entries kept at once, waiting to be sent or for their handler; `10_000` by default.
+        public var maximumEntries: Int
+        /// The most bytes kept at once (stored requests and results); `64 MiB` by default.
+        public var maximumBytes: Int
+        /// The largest encoded body one entry may have; `4 MiB` by default.
+        public var maximumBodySize: Int
+        /// How long, in seconds, an entry may keep being retried after it was enqueued; `nil` (the default) for no
+        /// limit. A retry that would start later fails the entry with its last error.
+        public var maximumAge: TimeInterval?
+        /// How long, in seconds, a result waits for a handler of its kind before it is dropped; 7 days by default.
+        public var resultRetention: TimeInterval
+        /// How many ordering keys may send at the same time; `4` by default.
+        public var maximumConcurrentSends: Int
+
+        /// Creates limits; every parameter has the default described on its property.
+        /// - Parameters:
+        ///   - maximumEntries: The most entries kept; `10_000` by default.
+        ///   - maximumBytes: The most bytes kept; 64 MiB by default.
+        ///   - maximumBodySize: The largest body of one entry; 4 MiB by default.
+        ///   - maximumAge: How long an entry may be retried, in seconds; `nil` (no limit) by default.
+        ///   - resultRetention: How long a result waits for a handler, in seconds; 7 days by default.
+        ///   - maximumConcurrentSends: How many ordering keys send at once; `4` by default.
+        public init(
+            maximumEntries: Int = 10_000,
+            maximumBytes: Int = 64 * 1024 * 1024,
+            maximumBodySize: Int = 4 * 1024 * 1024,
+            maximumAge: TimeInterval? = nil,
+            resultRetention: TimeInterval = 7 * 24 * 3600,
+            maximumConcurrentSends: Int = 4
+        ) {
+            self.maximumEntries = max(1, maximumEntries)
+            self.maximumBytes = max(1, maximumBytes)
+            self.maximumBodySize = max(0, maximumBodySize)
+            self.maximumAge = maximumAge
+            self.resultRetention = resultRetention
+            self.maximumConcurrentSends = max(1, maximumConcurrentSends)
+        }
+    }
+
+    /// Changes a stored request right before each send: for example to replace a local identifier in the path by
+    /// the one the server assigned. It runs on every attempt and its output is not stored. If it throws, the attempt
+    /// counts as a passing failure and is retried after the backoff.
+    public typealias Rewrite = @Sendable (OutboxRequest) async throws -> OutboxRequest
+
+    /// The directory the outbox keeps its journal, lock and quarantine in.
+    public let directory: URL
+    /// The client every entry is sent through: its interceptors, authenticator and logger apply.
+    public let client: any NetworkClientProtocol
+    /// The backoff, jitter and `Retry-After` rules for transient failures. Its ``RetryPolicy/maxAttempts`` and
+    /// ``RetryPolicy/totalBudget`` are ignored: entries are retried until they succeed or ``Limits/maximumAge``
+    /// passes.
+    public let retryPolicy: RetryPolicy
+    /// The bounds on what is kept.
+    public let limits: Limits
+
+    private let rewrite: Rewrite?
+    private let encoder: JSONEncoder
+    private let sensitiveHeaders: Set<String>
+    private let environment: RetryEnvironment
+    private let journal: OutboxJournal
+    private let lock: DirectoryLock
+    private let state: Locked<State>
+
+    typealias Handler =
+        @Sendable (_ entry: OutboxEntry, _ result: StoredResult, _ acceptable: Set<Int>?) async throws
+        -> Void
+
+    private struct State: Sendable {
+        var entries: [UUID: StoredEntry] = [:]
+        var queues: [String: [UUID]] = [:]
+        var sending: Set<String> = []
+        var results: [UUID: (entry: StoredEntry, result: StoredResult)] = [:]
+        var handlers: [String: (generation: Int, run: Handler)] = [:]
+        var handlerGeneration = 0
+        var delivering: Set<UUID> = []
+        /// The entries whose handler threw, with the generation of that handler: a newer one gets the result.
+        var failedHandlers: [UUID: Int] = [:]
+        var sizes: [UUID: Int] = [:]
+        var reservedEntries = 0
+        /// The sequence numbers of entries being written, by queue: a queue's head waits for lower ones.
+        var enqueuing: [String: Set<UInt64>] = [:]
+        var bytes = 0
+        var nextSequence: UInt64 = 1
+        var paused: Bool
+        var closed = false
+        var attempts: [UUID: Int] = [:]
+        var tasks: [UUID: Task<Void, Never>] = [:]
+        var streams: [UUID: AsyncStream<OutboxEvent>.Continuation] = [:]
+        var startupEvents: [OutboxEvent] = []
+    }
+
+    /// Opens the outbox in `directory` (created if needed), takes its lock, reads what an earlier run left, and
+    /// starts sending it.
+    ///
+    /// The journal is read on the calling thread (a few milliseconds per megabyte): open the outbox off the main
+    /// thread if it may hold much. Damaged files found meanwhile are reported on the first ``events()`` stream.
+    ///
+    /// - Parameters:
+    ///   - directory: Where the journal lives; a directory of its own, for example under Application Support on
+    ///     Apple platforms. Nothing else should write in it.
+    ///   - client: The client to send through, for example `NetworkClient(configuration:)` with an interceptor or
+    ///     `.authenticated(by:)`; its credentials are added at send time, never stored.
+    ///   - retryPolicy: The delay rules for transient failures; `RetryPolicy()` by default (0.5 s base, 30 s cap, full
+    ///     jitter, `Retry-After` honoured; a `Retry-After` above `maxDelay` is still waited for).
+    ///   - limits: The bounds; `Limits()` by default.
+    ///   - encoder: The encoder for bodies whose request sets none; `nil` (the default) uses the client's
+    ///     configuration's when the client is a ``NetworkClient``, else `JSONEncoder()`.
+    ///   - sensitiveHeaders: More header names refused at enqueue, besides `Authorization`, `Proxy-Authorization`,
+    ///     `Cookie` and, for a ``NetworkClient``, its configuration's ``NetworkConfiguration/sensitiveHeaders``.
+    ///   - paused: `true` to open without sending, for example to register handlers first; then call ``resume()``.
+    ///     `false` by default.
+    ///   - rewrite: Runs before each send and may change the request (``Rewrite``); `nil` by default.
+    /// - Throws: ``OutboxError/directoryInUse(path:)`` when another outbox holds the directory,
+    ///   ``OutboxError/storageFailed(operation:path:code:)`` when it cannot be created or read.
+    public convenience init(
+        directory: URL,
+        client: any NetworkClientProtocol,
+        retryPolicy: RetryPolicy = RetryPolicy(),
+        limits: Limits = Limits(),
+        encoder: JSONEncoder? = nil,
+        sensitiveHeaders: Set<String> = [],
+        paused: Bool = false,
+        rewrite: Rewrite? = nil
+    ) throws {
+        try self.init(
+            directory: directory, client: client, retryPolicy: retryPolicy, limits: limits, encoder: encoder,
+            sensitiveHeaders: sensitiveHeaders, paused: paused, rewrite: rewrite, environment: .live)
+    }
+
+    /// Opens an outbox with an injected clock, sleep and random source (for tests).
+    init(
+        directory: URL,
+        client: any NetworkClientProtocol,
+        retryPolicy: RetryPolicy = RetryPolicy(),
+        limits: Limits = Limits(),
+        encoder: JSONEncoder? = nil,
+        sensitiveHeaders: Set<String> = [],
+        paused: Bool = false,
+        rewrite: Rewrite? = nil,
+        environment: RetryEnvironment,
+        segmentSize: Int = 4 * 1024 * 1024
+    ) throws {
+        let path = directory.path
+        try OutboxFiles.makeDirectory(path)
+        let lock = try DirectoryLock(directory: path)
+        let configuration = (client as? NetworkClient)?.configuration
+        self.directory = directory
+        self.client = client
+        self.retryPolicy = retryPolicy
+        self.limits = limits
+        self.rewrite = rewrite
+        self.encoder = encoder ?? configuration?.defaultEncoder ?? JSONEncoder()
+        self.sensitiveHeaders = Redaction.alwaysSensitiveHeaders.union(sensitiveHeaders.map { $0.lowercased() })
+            .union(configuration?.sensitiveHeaders ?? [])
+        self.environment = environment
+        self.lock = lock
+        self.journal = OutboxJournal(
+            directory: (path as NSString).appendingPathComponent("journal"), segmentSize: segmentSize)
+        let contents = try journal.open()
+        var state = State(paused: paused)
+        for entry in contents.entries.values {
+            state.nextSequence = max(state.nextSequence, entry.sequence + 1)
+            let size = (try? JournalRecord.entry(entry).framed().count) ?? 0
+            state.sizes[entry.id] = size
+            state.bytes += size
+            if let result = contents.results[entry.id] {
+                state.results[entry.id] = (entry, result)
+                state.bytes += result.body?.count ?? 0
+            } else {
+                state.entries[entry.id] = entry
+                state.queues[Self.queueName(entry.orderingKey), default: []].append(entry.id)
+            }
+        }
+        for key in state.queues.keys {
+            state.queues[key]?.sort { state.entries[$0]!.sequence < state.entries[$1]!.sequence }
+        }
+        state.startupEvents = contents.quarantined.map {
+            .quarantined(file: $0.file, reason: $0.reason, recoveredEntries: $0.recovered)
+        }
+        self.state = Locked(state)
+        pump()
+    }
+
+    private static func queueName(_ orderingKey: String?) -> String {
+        orderingKey.map { "k:" + $0 } ?? "global"
+    }
+
+    // MARK: Public API
+
+    /// Stores `request` durably and returns its entry id; the outbox sends it as soon as its ordering key allows.
+    ///
+    /// The body is encoded now (JSON with the request's or the outbox's encoder, `Data` as is, or form items), so
+    /// the Swift types need not exist after a restart. The request's `decoder` and `encoder` are not stored; its
+    /// response type is chosen by the handler (``onResult(kind:as:decoder:handler:)``).
+    /// - Parameters:
+    ///   - request: The request. Its `additionalHeaders` must not carry a credential; an `Idempotency-Key` in them
+    ///     is kept as the entry's key.
+    ///   - kind: The name of the handler that receives the result, for example `"createPost"`.
+    ///   - orderingKey: Entries with the same key are sent one at a time in enqueue order; `nil` (the default) is
+    ///     one global order.
+    /// - Returns: The entry id, once the entry is written and flushed to the disk.
+    /// - Throws: ``OutboxError/secretHeader(name:)``, ``OutboxError/bodyTooLarge(size:limit:)``,
+    ///   ``OutboxError/tooManyEntries(limit:)``, ``OutboxError/tooManyBytes(limit:)``,
+    ///   ``OutboxError/invalidRequest(reason:)`` (also for a ``FileUpload`` or ``MultipartFormData`` body: enqueue
+    ///   the bytes as `Data`), ``OutboxError/storageFailed(operation:path:code:)`` or ``OutboxError/closed``;
+    ///   nothing is stored then.
+    @discardableResult
+    public func enqueue<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
+    ) async throws -> UUID {
+        var entry = try stored(request, kind: kind, orderingKey: orderingKey)
+        let queue = Self.queueName(orderingKey)
+        entry.sequence = try state.withLock { state throws(OutboxError) -> UInt64 in
+            guard !state.closed else { throw .closed }
+            defer { state.nextSequence += 1 }
+            return state.nextSequence
+        }
+        // Encoded outside the lock, so concurrent callers encode in parallel.
+        let record: Data
+        do {
+            record = try JournalRecord.entry(entry).framed()
+        } catch {
+            throw OutboxError.invalidRequest(reason: "the entry could not be encoded: \(type(of: error))")
+        }
+        try state.withLock { state in
+            guard state.entries.count + state.results.count + state.reservedEntries < limits.maximumEntries else {
+                throw OutboxError.tooManyEntries(limit: limits.maximumEntries)
+            }
+            guard state.bytes + record.count <= limits.maximumBytes else {
+                throw OutboxError.tooManyBytes(limit: limits.maximumBytes)
+            }
+            state.reservedEntries += 1
+            state.bytes += record.count
+            // Until it is durable, no later entry of its key may be sent.
+            state.enqueuing[queue, default: []].insert(entry.sequence)
+        }
+        do {
+            try await journal.append(framed: record, id: entry.id, type: 1, durable: true)
+        } catch {
+            state.withLock {
+                $0.reservedEntries -= 1
+                $0.bytes -= record.count
+                $0.enqueuing[queue]?.remove(entry.sequence)
+            }
+            pump()
+            throw error
+        }
+        state.withLock { state in
+            state.reservedEntries -= 1
+            state.enqueuing[queue]?.remove(entry.sequence)
+            if state.enqueuing[queue]?.isEmpty == true { state.enqueuing[queue] = nil }
+            state.sizes[entry.id] = record.count
+            state.entries[entry.id] = entry
+            // Durable appends of one key may finish out of sequence order: insert in sequence order.
+            var ids = state.queues[queue] ?? []
+            let entries = state.entries
+            let position =
+                ids.lastIndex { entries[$0].map { $0.sequence < entry.sequence } ?? true }.map { $0 + 1 } ?? 0
+            ids.insert(entry.id, at: position)
+            state.queues[queue] = ids
+        }
+        pump()
+        return entry.id
+    }
+
+    /// Registers the handler for results of `kind`, replacing any earlier one, and delivers at once the results of
+    /// that kind that were waiting, also those stored before a restart.
+    ///
+    /// A result stays on disk until its handler returns without throwing; if it throws, the result is delivered again
+    /// the next time a handler for `kind` is registered or the outbox is opened. The handler may run more than once
+    /// for the same entry after a crash (at-least-once), so it should be idempotent too.
+    /// - Parameters:
+    ///   - kind: The kind given at enqueue.
+    ///   - type: The response type: decoded from JSON with `decoder`; `Data`, `String` and ``VoidResponse`` as in
+    ///     ``NetworkClient``.
+    ///   - decoder: The decoder for the response body; `JSONDecoder()` by default.
+    ///   - handler: Receives the entry and the decoded response, or the ``NetworkClientError`` of a permanent
+    ///     failure (a non-retried status, a decoding failure, ``Limits/maximumAge`` passed).
+    public func onResult<Value: Decodable & Sendable>(
+        kind: String,
+        as type: Value.Type,
+        decoder: JSONDecoder = JSONDecoder(),
+        handler:
+            @escaping @Sendable (OutboxEntry, Result<NetworkResponse<Value>, NetworkClientError>) async throws
+            -> Void
+    ) {
+        let erased: Handler = { entry, result, acceptable in
+            try await handler(entry, result.outcome(as: Value.self, decoder: decoder, acceptable: acceptable))
+        }
+        let waiting = state.withLock { state -> [UUID] in
+            state.handlerGeneration += 1
+            state.handlers[kind] = (state.handlerGeneration, erased)
+            return state.results.values.filter { $0.entry.kind == kind }.sorted {
+                $0.entry.sequence < $1.entry.sequence
+            }
+            .map(\.entry.id)
+        }
+        guard !waiting.isEmpty else { return }
+        spawn { outbox in
+            for id in waiting { await outbox.deliver(id) }
+        }
+    }
+
+    /// Stops starting sends; requests in flight finish, and entries waiting for a retry stay queued.
+    public func pause() {
+        state.withLock { $0.paused = true }
+    }
+
+    /// Starts sending again after ``pause()``, or after opening with `paused: true`.
+    public func resume() {
+        state.withLock { $0.paused = false }
+        pump()
+    }
+
+    /// The entries enqueued and not yet finished: waiting to be sent, being sent, or waiting for their handler. `0`
+    /// once everything enqueued has been sent and its result handled.
+    public var pendingCount: Int {
+        state.withLock { $0.entries.count + $0.results.count + $0.reservedEntries }
+    }
+
+    /// A new stream of the outbox's events, from now on (damaged files found at opening are reported to the first
+    /// stream). Each call returns its own stream; it ends when the outbox is closed.
+    public func events() -> AsyncStream<OutboxEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: OutboxEvent.self, bufferingPolicy: .unbounded)
+        let id = UUID()
+        let startup = state.withLock { state -> [OutboxEvent]? in
+            guard !state.closed else { return nil }
+            state.streams[id] = continuation
+            defer { state.startupEvents = [] }
+            return state.startupEvents
+        }
+        guard let startup else {
+            continuation.finish()
+            return stream
+        }
+        for event in startup { continuation.yield(event) }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    deinit {
+        // Reached only when no task of the outbox is running any more: stop the journal's thread, free the directory.
+        journal.close()
+        lock.release()
+    }
+
+    /// Stops sending, cancels the requests in flight (they are sent again at the next opening), flushes the journal
+    /// and releases the directory's lock. Idempotent. Enqueues after it throw ``OutboxError/closed``.
+    public func close() async {
+        let (tasks, streams) = state.withLock { state in
+            state.closed = true
+            return (Array(state.tasks.values), Array(state.streams.values))
+        }
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        journal.close()
+        lock.release()
+        for stream in streams { stream.finish() }
+    }
+
+    // MARK: Enqueue
+
+    private func stored<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String?
+    ) throws(OutboxError) -> StoredEntry {
+        var headers = request.additionalHeaders ?? [:]
+        for name in headers.keys where sensitiveHeaders.contains(name.lowercased()) {
+            throw .secretHeader(name: name)
+        }
+        do {
+            try HeaderValidation.validate(headers)
+        } catch {
+            throw .invalidRequest(reason: error.description)
+        }
+        var idempotencyKey = UUID().uuidString
+        if let name = headers.keys.first(where: {
+            $0.caseInsensitiveCompare(Self.idempotencyHeader) == .orderedSame
+        }) {
+            idempotencyKey = headers.removeValue(forKey: name)!
+        }
+        if RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self {
+            // Streamed from a file the outbox does not own, which may be gone after a restart.
+            throw .invalidRequest(
+                reason: "a FileUpload or MultipartFormData body is streamed from a file and cannot be stored; "
+                    + "enqueue the bytes as Data")
+        }
+        var body: Data?
+        var contentType: String?
+        if request.formItems != nil {
+            guard request.body == nil else {
+                throw .invalidRequest(reason: "both formItems and body are set; a request has one body")
+            }
+        } else if let value = request.body, RequestModel.self != VoidRequest.self {
+            if let data = value as? Data {
+                body = data
+                contentType = "application/octet-stream"
+            } else {
+                do {
+                    body = try (request.encoder ?? encoder).encode(value)
+                } catch {
+                    throw .invalidRequest(reason: NetworkClientError.encodingFailed(underlying: error).description)
+                }
+                contentType = "application/json"
+            }
+        }
+        if let size = body?.count ?? request.formItems.map({ FormEncoding.body($0).count }),
+            size > limits.maximumBodySize
+        {
+            throw .bodyTooLarge(size: size, limit: limits.maximumBodySize)
+        }
+        if let contentType,
+            !headers.keys.contains(where: { $0.caseInsensitiveCompare("Content-Type") == .orderedSame })
+        {
+            headers["Content-Type"] = contentType
+        }
+        return StoredEntry(
+            id: UUID(), sequence: 0, kind: kind, orderingKey: orderingKey, idempotencyKey: idempotencyKey,
+            enqueuedAt: environment.now(), method: request.method.rawValue, path: request.path,
+            queryItems: request.queryItems?.map { StoredEntry.StoredItem(name: $0.name, value: $0.value) },
+            formItems: request.formItems?.map { StoredEntry.StoredItem(name: $0.name, value: $0.value) },
+            headers: headers, body: body, baseURL: request.baseURL, timeoutInterval: request.timeoutInterval,
+            totalTimeout: request.totalTimeout, maximumResponseSize: request.maximumResponseSize,
+            acceptableStatusCodes: request.acceptableStatusCodes.map { $0.sorted() })
+    }
+
+    // MARK: Sending
+
+    /// Runs `body` in a task the outbox tracks, so that ``close()`` can cancel and await it.
+    private func spawn(_ body: @escaping @Sendable (Outbox) async -> Void) {
+        let id = UUID()
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.tasks[id] = Task {
+                await body(self)
+                self.state.withLock { _ = $0.tasks.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Starts a sender for every ordering key whose head can go, up to the concurrency bound.
+    private func pump() {
+        let keys = state.withLock { state -> [String] in
+            guard !state.paused, !state.closed else { return [] }
+            var started: [String] = []
+            func head(_ ids: [UUID]) -> UInt64 { ids.first.flatMap { state.entries[$0]?.sequence } ?? .max }
+            let ready = state.queues.filter { key, ids in
+                guard !ids.isEmpty, !state.sending.contains(key) else { return false }
+                // An earlier entry of this key that is still being written goes first.
+                return state.enqueuing[key]?.contains { $0 < head(ids) } != true
+            }.sorted { head($0.value) < head($1.value) }
+            for (key, _) in ready where state.sending.count < limits.maximumConcurrentSends {
+                state.sending.insert(key)
+                started.append(key)
+            }
+            return started
+        }
+        for key in keys {
+            spawn { outbox in await outbox.sendHead(of: key) }
+        }
+    }
+
+    /// Sends the head of `key`'s queue until it has a definitive result, stores and delivers that result, then lets
+    /// the next entry go.
+    private func sendHead(of key: String) async {
+        defer {
+            state.withLock { _ = $0.sending.remove(key) }
+            pump()
+        }
+        guard let entry = state.withLock({ state in state.queues[key]?.first.flatMap { state.entries[$0] } }) else {
+            return
+        }
+        guard let result = await send(entry) else { return }
+        let info = entry.entry
+        if let status = result.statusCode { emit(.sent(info, statusCode: status)) }
+        if let failure = result.error(acceptable: entry.acceptable) { emit(.failed(info, failure)) }
+        // A handler that is already registered gets the result first: the entry stays on disk until it returns, so
+        // a crash meanwhile sends the entry again (same idempotency key) rather than losing its result.
+        if let handler = state.withLock({ state -> (generation: Int, run: Handler)? in
+            guard let handler = state.handlers[entry.kind] else { return nil }
+            state.delivering.insert(entry.id)
+            return handler
+        }) {
+            do {
+                try await handler.run(info, result, entry.acceptable)
+                // Durable before the next entry of the key goes: after a crash, only entries being sent or handled
+                // at that instant are sent again.
+                try? await journal.append(.done(id: entry.id), durable: true)
+                state.withLock { state in
+                    state.entries[entry.id] = nil
+                    Self.removeHead(entry.id, of: key, in: &state)
+                    state.attempts[entry.id] = nil
+                }
+                finish(entry.id)
+                emit(.handled(info))
+                if pendingCount == 0 { emit(.drained) }
+                return
+            } catch {
+                state.withLock { state in
+                    state.delivering.remove(entry.id)
+                    state.failedHandlers[entry.id] = handler.generation
+                }
+                emit(.handlerFailed(info))
+            }
+        }
+        // No handler yet, or it threw: the result waits on disk.
+        do {
+            try await journal.append(.result(id: entry.id, result), durable: true)
+        } catch {
+            return  // Closed, or the disk failed: the entry stays queued and is sent again at the next opening.
+        }
+        state.withLock { state in
+            state.entries[entry.id] = nil
+            Self.removeHead(entry.id, of: key, in: &state)
+            state.results[entry.id] = (entry, result)
+            state.bytes += result.body?.count ?? 0
+            state.attempts[entry.id] = nil
+        }
+        await deliver(entry.id)
+        discardExpiredResults()
+    }
+
+    private static func removeHead(_ id: UUID, of key: String, in state: inout State) {
+        state.queues[key]?.removeAll { $0 == id }
+        if state.queues[key]?.isEmpty == true { state.queues[key] = nil }
+    }
+
+    /// Attempts `entry` until it succeeds or fails for good; `nil` when the outbox was paused or closed meanwhile.
+    private func send(_ entry: StoredEntry) async -> StoredResult? {
+        while true {
+            guard state.withLock({ !$0.closed && !$0.paused }) else { return nil }
+            let attempt = state.withLock { state -> Int in
+                state.attempts[entry.id, default: 0] += 1
+                return state.attempts[entry.id]!
+            }
+            let error: NetworkClientError
+            do {
+                var request = entry.request
+                if let rewrite {
+                    do {
+                        request = try await rewrite(request)
+                    } catch is CancellationError {
+                        return nil
+                    } catch {
+                        throw NetworkClientError.interceptorFailed(underlying: error)
+                    }
+                }
+                let response = try await client.run(entry.networkRequest(request))
+                return .success(response, sensitiveHeaders: sensitiveHeaders, now: environment.now())
+            } catch let failure {
+                if failure is CancellationError || Task.isCancelled { return nil }
+                guard let delay = await retryDelay(after: failure, attempt: attempt) else {
+                    return .failure(failure, sensitiveHeaders: sensitiveHeaders, now: environment.now())
+                }
+                if let maximumAge = limits.maximumAge,
+                    environment.now().timeIntervalSince(entry.enqueuedAt) + delay > maximumAge
+                {
+                    return .failure(failure, sensitiveHeaders: sensitiveHeaders, now: environment.now())
+                }
+                error =
+                    failure as? NetworkClientError
+                    ?? .interceptorFailed(underlying: OutboxError.sendFailed(String(describing: type(of: failure))))
+                emit(.retrying(entry.entry, attempt: attempt, delay: delay, error: error))
+                do {
+                    try await environment.sleep(delay)
+                } catch {
+                    return nil
+                }
+            }
+        }
+    }
+
+    /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
+    ///
+    /// Unlike ``RetryingClient``, a failed interceptor or rewrite (often a token refresh while offline) is retried,
+    /// and a `Retry-After` above ``RetryPolicy/maxDelay`` is waited for rather than ending the retries.
+    private func retryDelay(after error: any Error, attempt: Int) async -> TimeInterval? {
+        let backoff = { self.environment.random(0...self.retryPolicy.backoffCeiling(afterAttempt: attempt)) }
+        if case .interceptorFailed? = error as? NetworkClientError { return backoff() }
+        switch retryPolicy.verdict(for: error, now: environment.now()) {
+        case .never:
+            return nil
+        case .retry(let retryAfter?):
+            return retryAfter
+        case .retry(nil):
+            return backoff()
+        case .askPredicate:
+            guard let shouldRetry = retryPolicy.shouldRetry, await shouldRetry(error, attempt) else { return nil }
+            return backoff()
+        }
+    }
+
+    // MARK: Results
+
+    /// Runs the handler of `id`'s kind on its stored result, if one is registered and it is not already running.
+    private func deliver(_ id: UUID) async {
+        let work = state.withLock { state -> (StoredEntry, StoredResult, (generation: Int, run: Handler))? in
+            guard let (entry, result) = state.results[id], let handler = state.handlers[entry.kind],
+                !state.delivering.contains(id), state.failedHandlers[id] != handler.generation
+            else { return nil }
+            state.delivering.insert(id)
+            return (entry, result, handler)
+        }
+        guard let (entry, result, handler) = work else { return }
+        do {
+            try await handler.run(entry.entry, result, entry.acceptable)
+        } catch {
+            state.withLock { state in
+                state.delivering.remove(id)
+                state.failedHandlers[id] = handler.generation
+            }
+            emit(.handlerFailed(entry.entry))
+            return
+        }
+        try? await journal.append(.done(id: id), durable: true)
+        finish(id)
+        emit(.handled(entry.entry))
+        if pendingCount == 0 { emit(.drained) }
+    }
+
+    /// Forgets `id` (done, or its result dropped).
+    private func finish(_ id: UUID) {
+        state.withLock { state in
+            state.delivering.remove(id)
+            state.failedHandlers[id] = nil
+            if let (_, result) = state.results.removeValue(forKey: id) { state.bytes -= result.body?.count ?? 0 }
+            state.bytes -= state.sizes.removeValue(forKey: id) ?? 0
+        }
+    }
+
+    /// Drops results that waited longer than ``Limits/resultRetention`` for a handler of their kind.
+    private func discardExpiredResults() {
+        let now = environment.now()
+        let expired = state.withLock { state in
+            state.results.values.filter {
+                state.handlers[$0.entry.kind] == nil
+                    && now.timeIntervalSince($0.result.storedAt) > limits.resultRetention
+            }.map(\.entry)
+        }
+        for entry in expired {
+            try? journal.appendWithoutWaiting(.done(id: entry.id))
+            finish(entry.id)
+            emit(.resultDiscarded(entry.entry))
+        }
+    }
+
+    private func emit(_ event: OutboxEvent) {
+        for stream in state.withLock({ Array($0.streams.values) }) { stream.yield(event) }
+    }
+}
+
+extension StoredEntry {
+    var acceptable: Set<Int>? { acceptableStatusCodes.map(Set.init) }
+}
+
+extension StoredResult {
+    /// The error the handler will see, if the result is a failure.
+    func error(acceptable: Set<Int>?) -> NetworkClientError? {
+        if let failure { return failure.error }
+        guard let statusCode, acceptable?.contains(statusCode) ?? (200..<300).contains(statusCode) else {
+            return outcome(as: VoidResponse.self, decoder: JSONDecoder(), acceptable: acceptable).failureValue
+        }
+        return nil
+    }
+}
+
+extension Result {
+    fileprivate var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

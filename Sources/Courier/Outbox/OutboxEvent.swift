@@ -1,0 +1,75 @@
+import Foundation
+
+/// What an ``Outbox`` reports on ``Outbox/events()``.
+public enum OutboxEvent: Sendable {
+    /// The entry was sent and the server answered with `statusCode` (2xx, or a permanent failure status).
+    case sent(OutboxEntry, statusCode: Int)
+    /// Sending the entry failed for a passing reason; it is sent again after `delay` seconds. `attempt` is the
+    /// number of the attempt that failed, from 1, counted since the outbox was opened.
+    case retrying(OutboxEntry, attempt: Int, delay: TimeInterval, error: NetworkClientError)
+    /// The entry failed for good (a permanent failure, or ``Outbox/Limits/maximumAge`` passed); its handler receives
+    /// the error and the queue moves on.
+    case failed(OutboxEntry, NetworkClientError)
+    /// A result handler ran and returned without throwing: the entry is done and forgotten.
+    case handled(OutboxEntry)
+    /// A result handler threw: the result stays on disk and is delivered again when the outbox is next opened or a
+    /// handler for its kind is registered again.
+    case handlerFailed(OutboxEntry)
+    /// A damaged file was moved to the `quarantine` folder of the outbox directory; `recoveredEntries` intact
+    /// entries were kept from it.
+    case quarantined(file: String, reason: String, recoveredEntries: Int)
+    /// A result waited longer than ``Outbox/Limits/resultRetention`` for a handler and was dropped.
+    case resultDiscarded(OutboxEntry)
+    /// Everything enqueued has been sent and its result handled: ``Outbox/pendingCount`` is 0.
+    case drained
+}
+
+/// Why an ``Outbox`` could not be opened or could not take an entry.
+public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Another ``Outbox``, in this process or another, holds the directory's lock.
+    case directoryInUse(path: String)
+    /// A file operation failed; `code` is the `errno` value.
+    case storageFailed(operation: String, path: String, code: Int32)
+    /// The request carries a credential header (`Authorization`, `Proxy-Authorization`, `Cookie` or a configured
+    /// sensitive header), which the outbox never writes to disk. The wrapped client must add it at send time.
+    case secretHeader(name: String)
+    /// Taking the entry would pass ``Outbox/Limits/maximumEntries``; nothing was stored.
+    case tooManyEntries(limit: Int)
+    /// Taking the entry would pass ``Outbox/Limits/maximumBytes``; nothing was stored.
+    case tooManyBytes(limit: Int)
+    /// The encoded body is larger than ``Outbox/Limits/maximumBodySize``; nothing was stored.
+    case bodyTooLarge(size: Int, limit: Int)
+    /// The request could not be stored: its body failed to encode or it is otherwise invalid.
+    case invalidRequest(reason: String)
+    /// The outbox was closed.
+    case closed
+    /// A send failed with an error that is not a ``NetworkClientError`` (for example from a test double); the text is
+    /// its type or description. Delivered inside ``NetworkClientError/interceptorFailed(underlying:)``.
+    case sendFailed(String)
+
+    /// A readable description; never contains a header value.
+    public var description: String {
+        switch self {
+        case .directoryInUse(let path):
+            return "The outbox directory \(path) is in use by another Outbox (in this or another process)."
+        case .storageFailed(let operation, let path, let code):
+            return
+                "Outbox storage: \(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))."
+        case .secretHeader(let name):
+            return "The request carries the credential header \(String(reflecting: name)), which the outbox never "
+                + "stores; let the wrapped client add it at send time (interceptor or authenticator)."
+        case .tooManyEntries(let limit):
+            return "The outbox holds its maximum of \(limit) entries; nothing was stored."
+        case .tooManyBytes(let limit):
+            return "The outbox holds its maximum of \(limit) bytes; nothing was stored."
+        case .bodyTooLarge(let size, let limit):
+            return "The body of \(size) bytes is larger than the outbox's per-entry limit of \(limit) bytes."
+        case .invalidRequest(let reason):
+            return "The request cannot be stored: \(reason)."
+        case .closed:
+            return "The outbox is closed."
+        case .sendFailed(let text):
+            return "The send failed: \(text)."
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The POSIX calls the outbox's storage needs: atomic file replacement, appends that reach the disk, and the
+/// directory lock. Every function reports failure as ``OutboxError/storageFailed(operation:path:code:)``.
+enum OutboxFiles {
+    static func error(_ operation: String, _ path: String, _ code: Int32 = errno) -> OutboxError {
+        .storageFailed(operation: operation, path: path, code: code)
+    }
+
+    /// Creates `path` and its parents if needed.
+    static func makeDirectory(_ path: String) throws(OutboxError) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw Self.error("create directory", path, EIO)
+        }
+    }
+
+    /// `fsync` on a directory, so that a rename or unlink in it survives a power loss.
+    static func syncDirectory(_ path: String) throws(OutboxError) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw error("open directory", path) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw error("fsync directory", path) }
+    }
+
+    /// Writes all of `data` at the descriptor's position, retrying short writes and EINTR.
+    static func writeAll(_ fd: Int32, _ data: Data, path: String) throws(OutboxError) {
+        let failure: Int32? = data.withUnsafeBytes { buffer -> Int32? in
+            guard var pointer = buffer.baseAddress else { return nil }
+            var remaining = buffer.count
+            while remaining > 0 {
+                let written = write(fd, pointer, remaining)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                remaining -= written
+                pointer += written
+            }
+            return nil
+        }
+        if let failure { throw error("write", path, failure) }
+    }
+
+    /// Flushes the file's data (and its size) to the disk.
+    static func syncData(_ fd: Int32, path: String) throws(OutboxError) {
+        #if canImport(Darwin)
+        let result = fsync(fd)
+        #else
+        let result = fdatasync(fd)
+        #endif
+        guard result == 0 else { throw error("fsync", path) }
+    }
+
+    /// Replaces `path` atomically with `data`: a temporary file in the same directory, `fsync`, `rename`, and an
+    /// `fsync` of the directory. After a crash at any instant, `path` holds either its old content or `data`.
+    static func writeAtomically(_ data: Data, to path: String) throws(OutboxError) {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw error("create", temporary) }
+        do throws(OutboxError) {
+            try writeAll(fd, data, path: temporary)
+            guard fsync(fd) == 0 else { throw error("fsync", temporary) }
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw error("rename", path, code)
+        }
+        try syncDirectory((path as NSString).deletingLastPathComponent)
+    }
+
+    /// Opens `path` for appending.
+    static func openForAppending(_ path: String) throws(OutboxError) -> Int32 {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard fd >= 0 else { throw error("open", path) }
+        return fd
+    }
+
+    /// The whole content of `path`.
+    static func read(_ path: String) throws(OutboxError) -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else { throw error("read", path, EIO) }
+        return data
+    }
+
+    /// The regular files in `directory` whose names end with `suffix`, sorted by name.
+    static func files(in directory: String, suffix: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasSuffix(suffix) }.sorted()
+    }
+}
+
+/// An exclusive `flock` on a lock file in the outbox directory, held for the outbox's lifetime.
+///
+/// `flock` locks belong to the open file description: a second `Outbox` on the same directory, in this process or
+/// another, fails to take it, and the kernel drops it when the process dies, even by `SIGKILL`.
+final class DirectoryLock: Sendable {
+    /// The lock file's descriptor; -1 once released.
+    private let fd: Locked<Int32>
+
+    init(directory: String) throws(OutboxError) {
+        let path = (directory as NSString).appendingPathComponent("outbox.lock")
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw OutboxFiles.error("open lock file", path) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK { throw OutboxError.directoryInUse(path: directory) }
+            throw OutboxFiles.error("lock", path, code)
+        }
+        self.fd = Locked(fd)
+    }
+
+    /// Releases the lock; idempotent.
+    func release() {
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
+            flock(fd, LOCK_UN)
+            close(fd)
+            fd = -1
+        }
+    }
+
+    deinit {
+        release()
+    }
+}

@@ -1,0 +1,459 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One record of the journal: an entry, the result of sending it, or the note that its handler ran.
+enum JournalRecord {
+    case entry(StoredEntry)
+    case result(id: UUID, StoredResult)
+    case done(id: UUID)
+
+    var id: UUID {
+        switch self {
+        case .entry(let entry): return entry.id
+        case .result(let id, _), .done(let id): return id
+        }
+    }
+
+    var type: UInt8 {
+        switch self {
+        case .entry: return 1
+        case .result: return 2
+        case .done: return 3
+        }
+    }
+
+    /// The framed record: `CBOX`, type (1 byte), payload length (4 bytes, little-endian), CRC-32 of type, length
+    /// and payload (4 bytes, little-endian), then the JSON payload.
+    func framed() throws -> Data {
+        let encoder = JSONEncoder()
+        let payload: Data
+        switch self {
+        case .entry(let entry): payload = try encoder.encode(entry)
+        case .result(let id, let result): payload = try encoder.encode(ResultPayload(id: id, result: result))
+        case .done(let id): payload = Data(id.uuidString.utf8)
+        }
+        var header = Data(JournalFormat.magic)
+        header.append(type)
+        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { header.append(contentsOf: $0) }
+        var crc = CRC32.update(0, header[4..<9])
+        crc = CRC32.update(crc, payload)
+        withUnsafeBytes(of: crc.littleEndian) { header.append(contentsOf: $0) }
+        return header + payload
+    }
+
+    struct ResultPayload: Codable {
+        var id: UUID
+        var result: StoredResult
+    }
+}
+
+enum JournalFormat {
+    static let magic: [UInt8] = Array("CBOX".utf8)
+    static let headerSize = 13
+    /// A record larger than this is garbage, whatever its length field says.
+    static let maximumRecordSize = 256 * 1024 * 1024
+
+    /// The records of a segment, and whether anything in it was damaged (with the reason).
+    static func parse(_ data: Data) -> (records: [(JournalRecord, Range<Int>)], damage: String?) {
+        var records: [(JournalRecord, Range<Int>)] = []
+        var damage: String?
+        let bytes = [UInt8](data)
+        var offset = 0
+        let decoder = JSONDecoder()
+        while offset < bytes.count {
+            if let (record, length) = record(in: bytes, at: offset, decoder: decoder) {
+                records.append((record, offset..<(offset + length)))
+                offset += length
+                continue
+            }
+            if damage == nil {
+                damage =
+                    bytes.count - offset < headerSize
+                    ? "truncated record at byte \(offset)" : "damaged or truncated record at byte \(offset)"
+            }
+            // Resynchronise on the next magic number: intact records after the damage are still delivered.
+            offset += 1
+            while offset < bytes.count, !(bytes[offset] == magic[0] && hasMagic(bytes, offset)) { offset += 1 }
+        }
+        return (records, damage)
+    }
+
+    private static func hasMagic(_ bytes: [UInt8], _ offset: Int) -> Bool {
+        offset + 4 <= bytes.count && bytes[offset..<(offset + 4)].elementsEqual(magic)
+    }
+
+    private static func record(in bytes: [UInt8], at offset: Int, decoder: JSONDecoder) -> (JournalRecord, Int)? {
+        guard offset + headerSize <= bytes.count, hasMagic(bytes, offset) else { return nil }
+        let type = bytes[offset + 4]
+        let length = Int(readUInt32(bytes, offset + 5))
+        let storedCRC = readUInt32(bytes, offset + 9)
+        guard length <= maximumRecordSize, offset + headerSize + length <= bytes.count else { return nil }
+        let payload = bytes[(offset + headerSize)..<(offset + headerSize + length)]
+        var crc = CRC32.update(0, bytes[(offset + 4)..<(offset + 9)])
+        crc = CRC32.update(crc, payload)
+        guard crc == storedCRC else { return nil }
+        let data = Data(payload)
+        let record: JournalRecord?
+        switch type {
+        case 1: record = (try? decoder.decode(StoredEntry.self, from: data)).map { .entry($0) }
+        case 2:
+            record = (try? decoder.decode(JournalRecord.ResultPayload.self, from: data)).map {
+                .result(id: $0.id, $0.result)
+            }
+        case 3: record = UUID(uuidString: String(decoding: data, as: UTF8.self)).map { .done(id: $0) }
+        default: record = nil
+        }
+        return record.map { ($0, headerSize + length) }
+    }
+
+    private static func readUInt32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
+            | UInt32(bytes[offset + 3]) << 24
+    }
+}
+
+/// CRC-32 (IEEE 802.3, as zlib).
+enum CRC32 {
+    private static let table: [UInt32] = (0..<256).map { index in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+        return value
+    }
+
+    static func update<Bytes: Collection>(_ crc: UInt32, _ bytes: Bytes) -> UInt32 where Bytes.Element == UInt8 {
+        let table = Self.table
+        return table.withUnsafeBufferPointer { table in
+            var value = ~crc
+            let done: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+                for byte in buffer { value = table[Int((value ^ UInt32(byte)) & 0xFF)] ^ (value >> 8) }
+            }
+            if done == nil {
+                for byte in bytes { value = table[Int((value ^ UInt32(byte)) & 0xFF)] ^ (value >> 8) }
+            }
+            return ~value
+        }
+    }
+}
+
+/// What the journal held when it was opened.
+struct JournalContents {
+    /// Entries not yet done, by id.
+    var entries: [UUID: StoredEntry] = [:]
+    /// Results not yet handled, by id.
+    var results: [UUID: StoredResult] = [:]
+    /// Damaged files set aside: name, reason, intact entries recovered.
+    var quarantined: [(file: String, reason: String, recovered: Int)] = []
+}
+
+/// An append-only journal in segment files, written by one thread with group commit.
+///
+/// Appends from any number of callers are gathered while the previous batch is being flushed, then written with one
+/// `write` and one `fdatasync`: concurrent enqueues share a flush. A durable append returns only once its batch is
+/// on the disk. New segments are created atomically (temporary file, `fsync`, rename, directory `fsync`).
+///
+/// Old segments are deleted oldest first once nothing in them is live; a live entry in the oldest segment is copied
+/// to the active one first, so one stuck entry never pins the disk.
+// Every `var` below is guarded by `condition`; `activeFD`, `activeSegment` and `activeSize` are also read without it on
+// the writer thread, the only thread that changes them once `open()` has returned.
+final class OutboxJournal: @unchecked Sendable {
+    private struct Pending {
+        var record: Data
+        var id: UUID
+        var type: UInt8
+        var continuation: CheckedContinuation<Void, any Error>?
+        /// A live record copied forward from an old segment: it stays live only if its entry still is.
+        var relocated = false
+    }
+
+    private struct Location {
+        var segment: Int
+        var range: Range<Int>
+    }
+
+    let directory: String
+    private let segmentSize: Int
+    private let condition = NSCondition()
+    private var pending: [Pending] = []
+    private var closed = false
+    private var finished = false
+    private var activeSegment = 0
+    private var activeFD: Int32 = -1
+    private var activeSize = 0
+    private var segments: [Int] = []
+    /// Where the latest copy of each live entry's records is.
+    private var entryLocation: [UUID: Location] = [:]
+    private var resultLocation: [UUID: Location] = [:]
+    /// The live ids with a record in each segment.
+    private var references: [Int: Set<UUID>] = [:]
+
+    init(directory: String, segmentSize: Int) {
+        self.directory = directory
+        self.segmentSize = segmentSize
+    }
+
+    private func path(_ segment: Int) -> String {
+        (directory as NSString).appendingPathComponent(String(format: "journal-%012d.log", segment))
+    }
+
+    /// Reads every segment, sets damaged ones aside in `quarantine`, and starts the writer thread.
+    func open() throws(OutboxError) -> JournalContents {
+        try OutboxFiles.makeDirectory(directory)
+        var contents = JournalContents()
+        var done: Set<UUID> = []
+        var seen: [(Int, JournalRecord, Range<Int>)] = []
+        // A temporary file is what a crash during an atomic write leaves: its target still has the old content.
+        for name in OutboxFiles.files(in: directory, suffix: ".tmp") {
+            unlink((directory as NSString).appendingPathComponent(name))
+        }
+        for name in OutboxFiles.files(in: directory, suffix: ".log") {
+            guard name.hasPrefix("journal-"), let number = Int(name.dropFirst(8).dropLast(4)) else { continue }
+            let path = path(number)
+            guard let data = FileManager.default.contents(atPath: path) else {
+                quarantine(name, reason: "unreadable file", recovered: nil, into: &contents)
+                continue
+            }
+            var (records, damage) = JournalFormat.parse(data)
+            if let damage {
+                // Keep the damaged original aside, then replace the segment atomically with its intact records.
+                let intact = records.reduce(into: Data()) { $0.append(data[$1.1]) }
+                quarantine(name, reason: damage, recovered: records.filter { $0.0.type == 1 }.count, into: &contents)
+                try OutboxFiles.writeAtomically(intact, to: path)
+                var offset = 0
+                records = records.map { record, range in
+                    defer { offset += range.count }
+                    return (record, offset..<(offset + range.count))
+                }
+            }
+            segments.append(number)
+            for (record, range) in records { seen.append((number, record, range)) }
+        }
+        for (_, record, _) in seen { if case .done(let id) = record { done.insert(id) } }
+        for (segment, record, range) in seen where !done.contains(record.id) {
+            switch record {
+            case .entry(let entry):
+                if contents.entries[entry.id] == nil { contents.entries[entry.id] = entry }
+                entryLocation[entry.id] = Location(segment: segment, range: range)
+            case .result(let id, let result):
+                contents.results[id] = result
+                resultLocation[id] = Location(segment: segment, range: range)
+            case .done:
+                continue
+            }
+            references[segment, default: []].insert(record.id)
+        }
+        // A result for an entry that is gone (relocated and finished) is meaningless.
+        for id in contents.results.keys where contents.entries[id] == nil { contents.results[id] = nil }
+        try startSegment((segments.max() ?? 0) + 1)
+        let thread = Thread { [self] in run() }
+        thread.name = "Courier.Outbox.journal"
+        thread.start()
+        return contents
+    }
+
+    private func quarantine(
+        _ name: String, reason: String, recovered: Int?, into contents: inout JournalContents
+    ) {
+        let folder = ((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
+            "quarantine")
+        try? OutboxFiles.makeDirectory(folder)
+        let stamp = Int(Date().timeIntervalSince1970 * 1000)
+        let target = (folder as NSString).appendingPathComponent("\(stamp)-\(name)")
+        let source = (directory as NSString).appendingPathComponent(name)
+        if recovered == nil {
+            // Unreadable: move it whole; if even that fails, leave it and go on.
+            _ = rename(source, target)
+        } else if let data = FileManager.default.contents(atPath: source) {
+            try? OutboxFiles.writeAtomically(data, to: target)
+        }
+        contents.quarantined.append((name, reason, recovered ?? 0))
+    }
+
+    /// Creates the next segment atomically and makes it the one appends go to. Called before the thread starts, or
+    /// on the writer thread.
+    private func startSegment(_ number: Int) throws(OutboxError) {
+        let path = path(number)
+        try OutboxFiles.writeAtomically(Data(), to: path)
+        let fd = try OutboxFiles.openForAppending(path)
+        if activeFD >= 0 { closeDescriptor(activeFD) }
+        condition.lock()
+        activeFD = fd
+        activeSegment = number
+        activeSize = 0
+        segments.append(number)
+        condition.unlock()
+    }
+
+    /// Appends `record`; when `durable`, returns once it is on the disk.
+    func append(_ record: JournalRecord, durable: Bool) async throws {
+        let data = try record.framed()
+        try await append(framed: data, id: record.id, type: record.type, durable: durable)
+    }
+
+    /// Appends `record` with the next batch, without waiting for it to reach the disk.
+    func appendWithoutWaiting(_ record: JournalRecord) throws {
+        try enqueue(Pending(record: try record.framed(), id: record.id, type: record.type, continuation: nil))
+    }
+
+    func append(framed data: Data, id: UUID, type: UInt8, durable: Bool) async throws {
+        guard durable else {
+            try enqueue(Pending(record: data, id: id, type: type, continuation: nil))
+            return
+        }
+        try await withCheckedThrowingContinuation { continuation in
+            do {
+                try enqueue(Pending(record: data, id: id, type: type, continuation: continuation))
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    private func enqueue(_ item: Pending) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed else { throw OutboxError.closed }
+        pending.append(item)
+        if item.type == 3 { forget(item.id) }
+        condition.signal()
+    }
+
+    /// Drops `id` from the live set (its done record is being written). Under `condition`.
+    private func forget(_ id: UUID) {
+        for location in [entryLocation.removeValue(forKey: id), resultLocation.removeValue(forKey: id)] {
+            if let location { references[location.segment]?.remove(id) }
+        }
+    }
+
+    /// Stops taking appends, writes what is pending and stops the writer thread.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        while !finished { condition.wait() }
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while pending.isEmpty && !closed { condition.wait() }
+            if pending.isEmpty {
+                if activeFD >= 0 { closeDescriptor(activeFD) }
+                activeFD = -1
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let batch = pending
+            pending = []
+            condition.unlock()
+            var failure: (any Error)?
+            do {
+                try write(batch)
+            } catch {
+                failure = error
+            }
+            for item in batch {
+                guard let continuation = item.continuation else { continue }
+                if let failure { continuation.resume(throwing: failure) } else { continuation.resume() }
+            }
+            if failure == nil { compact() }
+        }
+    }
+
+    /// Writes `batch` to the active segment (rolling over first if it is full) and flushes it once.
+    private func write(_ batch: [Pending]) throws {
+        if activeSize >= segmentSize { try startSegment(activeSegment + 1) }
+        var data = Data()
+        data.reserveCapacity(batch.reduce(0) { $0 + $1.record.count })
+        var ranges: [Range<Int>] = []
+        for item in batch {
+            ranges.append((activeSize + data.count)..<(activeSize + data.count + item.record.count))
+            data.append(item.record)
+        }
+        let segmentPath = path(activeSegment)
+        try OutboxFiles.writeAll(activeFD, data, path: segmentPath)
+        try OutboxFiles.syncData(activeFD, path: segmentPath)
+        condition.lock()
+        activeSize += data.count
+        for (item, range) in zip(batch, ranges) {
+            let location = Location(segment: activeSegment, range: range)
+            if item.relocated {
+                if item.type == 1, entryLocation[item.id] != nil { entryLocation[item.id] = location }
+                if item.type == 2, resultLocation[item.id] != nil { resultLocation[item.id] = location }
+                if entryLocation[item.id] != nil || resultLocation[item.id] != nil {
+                    references[activeSegment, default: []].insert(item.id)
+                }
+                continue
+            }
+            switch item.type {
+            case 1 where !isForgotten(item.id, batch: batch):
+                entryLocation[item.id] = location
+                references[activeSegment, default: []].insert(item.id)
+            case 2 where !isForgotten(item.id, batch: batch):
+                resultLocation[item.id] = location
+                references[activeSegment, default: []].insert(item.id)
+            default:
+                break
+            }
+        }
+        condition.unlock()
+    }
+
+    /// Whether a done record for `id` is in `batch` (then its other records in the batch are not live).
+    private func isForgotten(_ id: UUID, batch: [Pending]) -> Bool {
+        batch.contains { $0.type == 3 && $0.id == id }
+    }
+
+    /// Deletes the oldest segments once nothing in them is live, copying a few live records forward if needed.
+    private func compact() {
+        while true {
+            condition.lock()
+            guard let oldest = segments.min(), oldest != activeSegment else {
+                condition.unlock()
+                return
+            }
+            let live = references[oldest] ?? []
+            let count = segments.count
+            let moves: [(UUID, Location?, Location?)] = live.map { ($0, entryLocation[$0], resultLocation[$0]) }
+            condition.unlock()
+            if !live.isEmpty {
+                // Copy live records forward only when the journal holds at least three segments.
+                guard count >= 3 else { return }
+                guard (try? relocate(moves, from: oldest)) != nil else { return }
+            }
+            unlink(path(oldest))
+            condition.lock()
+            segments.removeAll { $0 == oldest }
+            references[oldest] = nil
+            condition.unlock()
+        }
+    }
+
+    private func relocate(_ moves: [(UUID, Location?, Location?)], from segment: Int) throws {
+        let data = try OutboxFiles.read(path(segment))
+        var batch: [Pending] = []
+        for (id, entry, result) in moves {
+            if let entry, entry.segment == segment {
+                batch.append(Pending(record: data[entry.range], id: id, type: 1, continuation: nil, relocated: true))
+            }
+            if let result, result.segment == segment {
+                batch.append(Pending(record: data[result.range], id: id, type: 2, continuation: nil, relocated: true))
+            }
+        }
+        try write(batch)
+    }
+}
+
+/// `close(2)`, out of reach of ``OutboxJournal/close()``'s name.
+private func closeDescriptor(_ fd: Int32) {
+    close(fd)
+}
