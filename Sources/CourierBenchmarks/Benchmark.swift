@@ -26,7 +26,8 @@ func runBenchmark(_ options: Options) async throws {
             + "warm-up, so every number is a median over \(rounds - 1) rounds.",
         "- Payloads: small object \(Fixtures.small.count) B, POST body \(PostBody.sample.encodedCount) B, "
             + "large array \(Fixtures.large.count) B (\(Fixtures.largeCount) items).",
-        "- One ephemeral URLSession (default httpMaximumConnectionsPerHost) shared by every client.",
+        "- One ephemeral URLSession without a URLCache (default httpMaximumConnectionsPerHost): raw URLSession uses it, "
+            + "and Courier runs on it (on Linux, on a session derived from its configuration).",
         "",
     ]
     if options.json {
