@@ -15,16 +15,21 @@ struct Sample: Sendable {
     let cpuSeconds: Double
 }
 
-/// The user plus system CPU time the process has used so far, in seconds (`getrusage(RUSAGE_SELF)`).
-@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-func processCPUSeconds() -> Double {
+/// `getrusage(RUSAGE_SELF)`: this process's resource usage so far, or `nil` if the call fails.
+func processUsage() -> rusage? {
     var usage = rusage()
     #if canImport(Glibc)
     let who = __rusage_who_t(RUSAGE_SELF.rawValue)
     #else
     let who = RUSAGE_SELF
     #endif
-    guard getrusage(who, &usage) == 0 else { return 0 }
+    return getrusage(who, &usage) == 0 ? usage : nil
+}
+
+/// The user plus system CPU time the process has used so far, in seconds (`getrusage(RUSAGE_SELF)`).
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func processCPUSeconds() -> Double {
+    guard let usage = processUsage() else { return 0 }
     func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }

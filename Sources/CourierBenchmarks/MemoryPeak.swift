@@ -23,13 +23,7 @@ enum MemoryScenario: String, Sendable, CaseIterable {
 
 /// The peak resident set of this process so far, in bytes.
 func peakResidentBytes() -> Int {
-    var usage = rusage()
-    #if canImport(Glibc)
-    let who = __rusage_who_t(RUSAGE_SELF.rawValue)
-    #else
-    let who = RUSAGE_SELF
-    #endif
-    guard getrusage(who, &usage) == 0 else { return 0 }
+    guard let usage = processUsage() else { return 0 }
     #if canImport(Darwin)
     return Int(usage.ru_maxrss)  // bytes on Darwin
     #else
