@@ -21,7 +21,7 @@ public enum NetworkClientError: Error, Sendable {
     case invalidRequest(reason: String)
     /// The encoder threw while encoding the body. Nothing was sent.
     case encodingFailed(underlying: any Error)
-    /// ``NetworkConfiguration/asyncInterceptor`` threw. Nothing was sent.
+    /// ``NetworkConfiguration/asyncInterceptor`` or a ``NetworkRequestInterceptor`` threw. Nothing was sent.
     case interceptorFailed(underlying: any Error)
     /// The transfer failed: no connection, timeout, connection lost, too many redirects, a malformed response.
     case transportFailed(URLError)
