@@ -17,5 +17,10 @@ let package = Package(
     targets: [
         .target(name: "OldLineSDK", dependencies: ["Courier"], swiftSettings: swift5),
         .testTarget(name: "OldLineSDKTests", dependencies: ["OldLineSDK", "Courier"], swiftSettings: swift5),
+        .target(name: "QueryItems015SDK", dependencies: ["Courier"], swiftSettings: swift5),
+        .testTarget(
+            name: "QueryItems015SDKTests", dependencies: ["QueryItems015SDK", "Courier"], swiftSettings: swift5),
+        .target(name: "NewLineSDK", dependencies: ["Courier"], swiftSettings: swift6),
+        .testTarget(name: "NewLineSDKTests", dependencies: ["NewLineSDK", "Courier"], swiftSettings: swift6),
     ]
 )
