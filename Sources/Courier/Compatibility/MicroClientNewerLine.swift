@@ -163,8 +163,9 @@ struct MicroClientPipeline {
         configuration: NetworkConfiguration, request: NetworkRequest<RequestModel, ResponseModel>
     ) {
         let options = configuration.currentSettings.microClient
-        guard options != nil || request.microClient?.maxAttempts != nil
-            || request.microClient?.responseInterceptors != nil
+        guard
+            options != nil || request.microClient?.maxAttempts != nil
+                || request.microClient?.responseInterceptors != nil
         else { return nil }
         if let maxAttempts = request.microClient?.maxAttempts {
             retryPolicy = RetryPolicy(maxAttempts: maxAttempts)
@@ -211,9 +212,12 @@ extension NetworkConfiguration {
         baseURL: URL
     ) {
         if let session = session as? URLSession {
-            self.init(session: session, defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL)
+            self.init(
+                session: session, defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL)
         } else {
-            self.init(sessionDouble: session, defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL)
+            self.init(
+                sessionDouble: session, defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL
+            )
         }
     }
 

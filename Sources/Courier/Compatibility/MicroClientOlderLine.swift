@@ -27,7 +27,10 @@ extension NetworkRequest {
     ///   - decoder: A decoder for this request only; `nil` by default.
     ///   - encoder: An encoder for this request only; `nil` by default.
     ///   - additionalHeaders: Header fields to add; `nil` by default.
-    @available(*, deprecated, message: "MicroClient 0.0.6: use Courier's init(path:method:queryItems:…) with URLQueryItem values")
+    @available(
+        *, deprecated,
+        message: "MicroClient 0.0.6: use Courier's init(path:method:queryItems:…) with URLQueryItem values"
+    )
     public init(
         path: String,
         method: HTTPMethod,
@@ -78,7 +81,9 @@ extension NetworkConfiguration {
     ///   - defaultEncoder: The body encoder.
     ///   - scheme: The URL scheme, `"https"` or `"http"`.
     ///   - hostname: The host name, for example `"micro.blog"`.
-    @available(*, deprecated, message: "MicroClient 0.0.8: use Courier's init(session:defaultDecoder:defaultEncoder:baseURL:)")
+    @available(
+        *, deprecated, message: "MicroClient 0.0.8: use Courier's init(session:defaultDecoder:defaultEncoder:baseURL:)"
+    )
     public convenience init(
         session: URLSession,
         defaultDecoder: JSONDecoder,
