@@ -56,7 +56,8 @@ public final class NetworkClient: NetworkClientProtocol {
         let prepared = try networkRequest.prepare(configuration: configuration)
         defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
         let request = try await intercepted(
-            prepared.urlRequest, settings, interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
+            prepared.urlRequest, settings,
+            interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
         // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
         try Task.checkCancellation()
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
