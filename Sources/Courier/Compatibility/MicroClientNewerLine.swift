@@ -221,7 +221,22 @@ extension NetworkConfiguration {
         }
     }
 
-    /// Creates a configuration as MicroClient 0.0.16–0.0.28 did: on any ``URLSessionProtocol`` (a `URLSession`, or a
+    /// Creates a configuration on any ``URLSessionProtocol``, as MicroClient 0.0.16–0.0.28 did: a `URLSession` is used
+    /// as ``init(session:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)`` uses it; any other value is a
+    /// test double, which receives each finished request (see ``URLSessionProtocol``; ``session`` is then
+    /// `URLSession.shared`, unused).
+    /// - Parameters:
+    ///   - session: A `URLSession`, or a test double.
+    ///   - defaultDecoder: The response decoder.
+    ///   - defaultEncoder: The body encoder.
+    ///   - baseURL: The URL request paths are appended to.
+    public convenience init(
+        session: some URLSessionProtocol, defaultDecoder: JSONDecoder, defaultEncoder: JSONEncoder, baseURL: URL
+    ) {
+        self.init(anySession: session, defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL)
+    }
+
+    /// Creates a configuration as MicroClient 0.0.22–0.0.28 did: on any ``URLSessionProtocol`` (a `URLSession`, or a
     /// test double), with a retry strategy, a logger and interceptors.
     ///
     /// - `retryStrategy` becomes a ``RetryingClient`` with `RetryPolicy(maxAttempts: count + 1)` around every request

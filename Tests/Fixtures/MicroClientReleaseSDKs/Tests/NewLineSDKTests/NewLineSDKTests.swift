@@ -110,6 +110,24 @@ final class NewLineSDKTests: XCTestCase {
         XCTAssertNil(session.requests.first?.value(forHTTPHeaderField: "Authorization"))
     }
 
+    func testA0017ConfigurationOnASessionDouble() async throws {
+        let session = URLSessionMock([(404, #"{"message":"gone"}"#)])
+        let configuration = NetworkConfiguration(
+            session: session,
+            defaultDecoder: JSONDecoder(),
+            defaultEncoder: JSONEncoder(),
+            baseURL: URL(string: "https://api.bookmarks.example/v1")!
+        )
+        do {
+            _ = try await NetworkClient(configuration: configuration).run(BookmarksRequestFactory.makeRecentRequest(count: 1))
+            XCTFail("404 is an error")
+        } catch {
+            XCTAssertEqual(serverMessage(of: error), "gone")
+        }
+        XCTAssertEqual(session.requests.count, 1, "no retry strategy: one attempt")
+        XCTAssertNil(session.requests.first?.value(forHTTPHeaderField: "User-Agent"))
+    }
+
     func testAClientDoubleBuildsResponsesWithTheInitializerOf0016() async throws {
         let response = try await NetworkClientMock().run(BookmarksRequestFactory.makeRecentRequest(count: 1))
         XCTAssertEqual(response.value.first?.href, "h")
