@@ -160,9 +160,8 @@ struct MicroClientPipeline {
 
     /// `nil` when neither the configuration nor the request asks for a retry, a logger or a response interceptor.
     init?<RequestModel, ResponseModel>(
-        configuration: NetworkConfiguration, request: NetworkRequest<RequestModel, ResponseModel>
+        options: MicroClientOptions?, request: NetworkRequest<RequestModel, ResponseModel>
     ) {
-        let options = configuration.currentSettings.microClient
         guard
             options != nil || request.microClient?.maxAttempts != nil
                 || request.microClient?.responseInterceptors != nil

@@ -40,19 +40,21 @@ public final class NetworkClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
+        let settings = configuration.currentSettings
         // MicroClient 0.0.22+'s retry strategy, logger and response interceptors: Courier's own decorators.
-        if let pipeline = MicroClientPipeline(configuration: configuration, request: networkRequest) {
+        if let pipeline = MicroClientPipeline(options: settings.microClient, request: networkRequest) {
             return try await pipeline.run(networkRequest, on: self)
         }
-        return try await runDirectly(networkRequest)
+        return try await runDirectly(networkRequest, settings: settings)
     }
 
     /// ``run(_:)`` without the MicroClient 0.0.22+ pipeline: what the pipeline's decorators wrap.
+    /// - Parameter settings: The settings already read for this call; `nil` reads them.
     func runDirectly<RequestModel, ResponseModel>(
-        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings? = nil
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
-        let settings = configuration.currentSettings
+        let settings = settings ?? configuration.currentSettings
         let prepared = try networkRequest.prepare(configuration: configuration)
         defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
         let request = try await intercepted(
