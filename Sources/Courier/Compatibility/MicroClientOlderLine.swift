@@ -56,6 +56,36 @@ extension NetworkRequest {
     }
 }
 
+// MARK: - 0.0.1–0.0.6: public encode and decode
+
+extension NetworkRequest {
+    /// Encodes `payload` as a body, as MicroClient 0.0.1–0.0.6 exposed it: `Data` as is, anything else as JSON with
+    /// the request's ``encoder``, else `defaultEncoder`.
+    /// - Parameters:
+    ///   - payload: The body to encode.
+    ///   - defaultEncoder: The encoder to use when the request has none.
+    /// - Returns: The encoded body.
+    /// - Throws: What the encoder throws.
+    @available(*, deprecated, message: "MicroClient 0.0.6: Courier encodes the body when it runs the request")
+    public func encode(payload: RequestModel, defaultEncoder: JSONEncoder) throws -> Data {
+        if let data = payload as? Data { return data }
+        return try (encoder ?? defaultEncoder).encode(payload)
+    }
+
+    /// Decodes a response body, as MicroClient 0.0.1–0.0.6 exposed it, with Courier's rules: ``VoidResponse`` skips
+    /// decoding, `Data` is the body, `String` its UTF-8 text, anything else JSON with the request's ``decoder``, else
+    /// `defaultDecoder`.
+    /// - Parameters:
+    ///   - data: The body.
+    ///   - defaultDecoder: The decoder to use when the request has none.
+    /// - Returns: The decoded value.
+    /// - Throws: ``NetworkClientError/decodingFailed(underlying:data:)``.
+    @available(*, deprecated, message: "MicroClient 0.0.6: Courier decodes the response when it runs the request")
+    public func decode(data: Data, defaultDecoder: JSONDecoder) throws -> ResponseModel {
+        try NetworkClient.decode(ResponseModel.self, from: data, with: decoder ?? defaultDecoder)
+    }
+}
+
 /// The mapping of MicroClient 0.0.1–0.0.6's `parameters` to query items.
 enum MicroClientParameters {
     /// The parameters as query items, sorted by name (then value) so the URL is stable; `nil` stays `nil`.

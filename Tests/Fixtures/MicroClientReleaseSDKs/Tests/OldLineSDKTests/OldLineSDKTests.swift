@@ -37,6 +37,15 @@ final class OldLineSDKTests: XCTestCase {
         XCTAssertEqual(request.additionalHeaders?["X-Client"], "old-line")
     }
 
+    func testThePublicDecodeOf006() throws {
+        let request = PostRequestFactory.makeBookmarksRequest()
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let timeline = try request.decode(
+            data: Data(#"{"items":[{"id":"1","content_text":"Hi"}]}"#.utf8), defaultDecoder: decoder)
+        XCTAssertEqual(timeline.items.first?.contentText, "Hi")
+    }
+
     func testSchemeAndHostname() {
         let configuration = MicroAPIFactory.makeConfiguration(token: { "t" })
         XCTAssertEqual(configuration.baseURL, URL(string: "https://micro.blog"))
