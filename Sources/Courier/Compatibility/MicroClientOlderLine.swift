@@ -18,7 +18,7 @@ extension NetworkRequest {
     ///
     /// The parameters become ``queryItems`` **sorted by name**, so the URL is the same on every run (a dictionary has
     /// no order; MicroClient sent them in the dictionary's order). A `nil` value is a bare name (`?flag`), as in
-    /// MicroClient. Everything else is Courier's ``init(path:method:queryItems:formItems:body:baseURL:decoder:encoder:additionalHeaders:timeoutInterval:totalTimeout:maximumResponseSize:acceptableStatusCodes:)``.
+    /// MicroClient. Everything else is Courier's own initializer.
     /// - Parameters:
     ///   - path: The path appended to the base URL.
     ///   - method: The HTTP method.

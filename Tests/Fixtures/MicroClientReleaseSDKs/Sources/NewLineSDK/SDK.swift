@@ -51,6 +51,26 @@ public enum BookmarksAPIFactory {
         )
     }
 
+    /// As a MicroClient 0.0.18–0.0.20 SDK wrote it: the interceptors as initializer arguments.
+    public static func makeKeyedConfiguration(session: URLSessionProtocol, apiKey: String) -> NetworkConfiguration {
+        NetworkConfiguration(
+            session: session,
+            defaultDecoder: JSONDecoder(),
+            defaultEncoder: JSONEncoder(),
+            baseURL: URL(string: "https://api.bookmarks.example/v1")!,
+            interceptor: { request in
+                var newRequest = request
+                newRequest.setValue(apiKey, forHTTPHeaderField: "X-Key")
+                return newRequest
+            },
+            asyncInterceptor: { request in
+                var newRequest = request
+                newRequest.setValue("async", forHTTPHeaderField: "X-Async")
+                return newRequest
+            }
+        )
+    }
+
     public static func makeClient(configuration: NetworkConfiguration) -> NetworkClientProtocol {
         NetworkClient(configuration: configuration)
     }

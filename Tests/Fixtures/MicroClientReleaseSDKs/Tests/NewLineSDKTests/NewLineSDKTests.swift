@@ -110,6 +110,14 @@ final class NewLineSDKTests: XCTestCase {
         XCTAssertNil(session.requests.first?.value(forHTTPHeaderField: "Authorization"))
     }
 
+    func testA0018ConfigurationWithInterceptorArguments() async throws {
+        let session = URLSessionMock([(200, "[]")])
+        let configuration = BookmarksAPIFactory.makeKeyedConfiguration(session: session, apiKey: "k-1")
+        _ = try await NetworkClient(configuration: configuration).run(BookmarksRequestFactory.makeRecentRequest(count: 1))
+        XCTAssertEqual(session.requests.first?.value(forHTTPHeaderField: "X-Key"), "k-1")
+        XCTAssertEqual(session.requests.first?.value(forHTTPHeaderField: "X-Async"), "async")
+    }
+
     func testA0017ConfigurationOnASessionDouble() async throws {
         let session = URLSessionMock([(404, #"{"message":"gone"}"#)])
         let configuration = NetworkConfiguration(
