@@ -18,10 +18,11 @@ import FoundationNetworking
 /// What runs a request for MicroClient 0.0.16 and later: `URLSession`, or a test double that returns canned
 /// responses.
 ///
-/// A configuration created with a double (``NetworkConfiguration/init(session:defaultDecoder:defaultEncoder:baseURL:retryStrategy:logger:logLevel:interceptors:responseInterceptors:)``)
+/// A configuration created with a double (``NetworkConfiguration/init(session:defaultDecoder:defaultEncoder:baseURL:)``)
 /// hands it each finished `URLRequest` (interceptors applied) with a `nil` delegate, then checks the status and
 /// decodes as usual. It is a test path: the double gets no redirect guard and no deadline, and only the size limit is
-/// checked. A real `URLSession` passed as this protocol is used like any session. Courier's own tests usually serve
+/// checked; a file upload or download fails with ``NetworkClientError/invalidRequest(reason:)``. A real `URLSession`
+/// passed as this protocol is used like any session. Courier's own tests usually serve
 /// HTTP on loopback instead.
 public protocol URLSessionProtocol: Sendable {
     /// Returns the body and the response for `request`.
