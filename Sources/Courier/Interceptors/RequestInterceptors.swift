@@ -36,7 +36,7 @@ extension NetworkConfiguration {
 
 /// Sets `Authorization: Bearer <token>` with a token asked for on every request; leaves the request unchanged when
 /// the provider returns `nil`. From MicroClient 0.0.22. For a token that must be refreshed on a 401, prefer
-/// ``NetworkClientProtocol/authenticated(by:)``.
+/// ``NetworkClientProtocol/authenticated(by:alsoFor:)``.
 public struct BearerAuthorizationInterceptor: NetworkRequestInterceptor {
     private let tokenProvider: @Sendable () async -> String?
 
