@@ -169,6 +169,21 @@ struct MicroClientCompatibilityTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("DeduplicatingClient never shares a request that carries interceptors of its own")
+    func requestInterceptorsAreNotShared() async throws {
+        let gate = Gate()
+        let server = try gatedServer(gate, answering: .echo)
+        let client = server.client().deduplicated()
+        let request = Echo(path: "/same", method: .get, interceptors: [Mark(mark: "own")])
+        async let first = client.run(request)
+        async let second = client.run(request)
+        #expect(await eventually { server.requestCount == 2 })
+        gate.open()
+        _ = try await (first, second)
+        #expect(server.requestCount == 2)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Response interceptors run in order on success; their error reaches the caller unchanged")
     func responseInterceptors() async throws {
         let server = try echoServer()
