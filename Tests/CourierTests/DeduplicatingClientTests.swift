@@ -88,7 +88,7 @@ struct DeduplicatingClientTests {
                 _ = try await task.value
             } throws: { error in
                 guard case NetworkClientError.unacceptableStatusCode(503, _, let data) = error else { return false }
-                return (try? JSONDecoder().decode(APIErrorPayload.self, from: data).code) == "down"
+                return (try? JSONDecoder().decode(APIErrorPayload.self, from: data ?? Data()).code) == "down"
             }
         }
         #expect(server.requestCount == 1)

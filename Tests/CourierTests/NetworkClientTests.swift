@@ -101,7 +101,7 @@ struct NetworkClientTests {
         } catch NetworkClientError.unacceptableStatusCode(let statusCode, let response, let data) {
             #expect(statusCode == 404)
             #expect(response.statusCode == 404)
-            #expect(try JSONDecoder().decode(APIErrorPayload.self, from: data) == payload)
+            #expect(try JSONDecoder().decode(APIErrorPayload.self, from: data ?? Data()) == payload)
             let description = NetworkClientError.unacceptableStatusCode(
                 statusCode: statusCode, response: response, data: data
             ).description

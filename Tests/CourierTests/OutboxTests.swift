@@ -260,7 +260,7 @@ struct OutboxTests {
             switch result {
             case .success(let response): outcomes.withLock { $0.append(response.statusCode) }
             case .failure(.unacceptableStatusCode(let status, _, let data)):
-                let payload = try? JSONDecoder().decode(APIErrorPayload.self, from: data)
+                let payload = try? JSONDecoder().decode(APIErrorPayload.self, from: data ?? Data())
                 #expect(payload?.code == "nope")
                 outcomes.withLock { $0.append(status) }
             case .failure(let error): Issue.record("unexpected \(error)")

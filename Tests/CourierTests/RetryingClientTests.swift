@@ -181,7 +181,7 @@ struct RetryingClientTests {
             try await server.retryingClient(time: time).run(Echo(method: .get))
         } throws: { error in
             guard case NetworkClientError.unacceptableStatusCode(503, _, let data) = error else { return false }
-            return String(decoding: data, as: UTF8.self) == "third"
+            return data.map { String(decoding: $0, as: UTF8.self) } == "third"
         }
         #expect(server.requestCount == 3)
         #expect(time.sleeps.count == 2)

@@ -143,7 +143,7 @@ struct SDKWrapperTests {
             _ = try await client.run(PostsAPIFactory.makeBookmarksRequest())
             Issue.record("expected a 401")
         } catch NetworkClientError.unacceptableStatusCode(401, _, let data) {
-            #expect(try JSONDecoder().decode(APIErrorPayload.self, from: data).code == "unauthorized")
+            #expect(try JSONDecoder().decode(APIErrorPayload.self, from: data ?? Data()).code == "unauthorized")
         } catch {
             Issue.record("unexpected \(error)")
         }

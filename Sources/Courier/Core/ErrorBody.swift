@@ -43,7 +43,8 @@ extension NetworkClientError {
     public func decodeErrorBody<ErrorModel: Decodable>(
         _ type: ErrorModel.Type, decoder: JSONDecoder = JSONDecoder()
     ) throws(NetworkClientError) -> ErrorModel {
-        guard case .unacceptableStatusCode(_, _, let data) = self else { throw self }
+        guard case .unacceptableStatusCode(_, _, let body) = self else { throw self }
+        let data = body ?? Data()
         if data.isEmpty {
             let context = DecodingError.Context(codingPath: [], debugDescription: "The error body is empty.")
             throw .decodingFailed(underlying: DecodingError.dataCorrupted(context), data: data)

@@ -40,11 +40,26 @@ public final class NetworkClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        try Task.checkCancellation()
         let settings = configuration.currentSettings
+        // MicroClient 0.0.22+'s retry strategy, logger and response interceptors: Courier's own decorators.
+        if let pipeline = MicroClientPipeline(options: settings.microClient, request: networkRequest) {
+            return try await pipeline.run(networkRequest, on: self)
+        }
+        return try await runDirectly(networkRequest, settings: settings)
+    }
+
+    /// ``run(_:)`` without the MicroClient 0.0.22+ pipeline: what the pipeline's decorators wrap.
+    /// - Parameter settings: The settings already read for this call; `nil` reads them.
+    func runDirectly<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings? = nil
+    ) async throws -> NetworkResponse<ResponseModel> {
+        try Task.checkCancellation()
+        let settings = settings ?? configuration.currentSettings
         let prepared = try networkRequest.prepare(configuration: configuration)
         defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
-        let request = try await intercepted(prepared.urlRequest, settings)
+        let request = try await intercepted(
+            prepared.urlRequest, settings,
+            interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
         // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
         try Task.checkCancellation()
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
@@ -78,18 +93,25 @@ public final class NetworkClient: NetworkClientProtocol {
     }
 
     private func intercepted(
-        _ request: URLRequest, _ settings: NetworkConfiguration.Settings
+        _ request: URLRequest, _ settings: NetworkConfiguration.Settings,
+        interceptors: [any NetworkRequestInterceptor]
     ) async throws -> URLRequest {
-        guard settings.interceptor != nil || settings.asyncInterceptor != nil else { return request }
+        guard settings.interceptor != nil || settings.asyncInterceptor != nil || !interceptors.isEmpty else {
+            return request
+        }
         var request = settings.interceptor?(request) ?? request
-        if let asyncInterceptor = settings.asyncInterceptor {
-            do {
+        do {
+            if let asyncInterceptor = settings.asyncInterceptor {
                 request = try await asyncInterceptor(request)
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                throw NetworkClientError.interceptorFailed(underlying: error)
             }
+            // Then the interceptor values (NetworkConfiguration.interceptors, or the request's own), in order.
+            for interceptor in interceptors {
+                request = try await interceptor.intercept(request)
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw NetworkClientError.interceptorFailed(underlying: error)
         }
         // Interceptors may set any method and add any header: hold them to the same rules as the request's own.
         try HeaderValidation.validate(method: request.httpMethod ?? "GET")

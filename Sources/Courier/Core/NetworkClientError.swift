@@ -21,15 +21,17 @@ public enum NetworkClientError: Error, Sendable {
     case invalidRequest(reason: String)
     /// The encoder threw while encoding the body. Nothing was sent.
     case encodingFailed(underlying: any Error)
-    /// ``NetworkConfiguration/asyncInterceptor`` threw. Nothing was sent.
+    /// ``NetworkConfiguration/asyncInterceptor`` or a ``NetworkRequestInterceptor`` threw. Nothing was sent.
     case interceptorFailed(underlying: any Error)
     /// The transfer failed: no connection, timeout, connection lost, too many redirects, a malformed response.
     case transportFailed(URLError)
     /// The response is not an HTTP response (possible only with a custom `URLProtocol`).
     case invalidResponse(URLResponse)
     /// The server answered with a status code outside `200..<300`. `data` is the body, as received, so the caller
-    /// can decode the server's error payload.
-    case unacceptableStatusCode(statusCode: Int, response: HTTPURLResponse, data: Data)
+    /// can decode the server's error payload: never `nil` when Courier's client throws it (an empty body is empty
+    /// `Data`). It is optional for the SDKs of MicroClient 0.0.18 and later, which write `guard let data`, and for
+    /// test doubles that throw the case without a body.
+    case unacceptableStatusCode(statusCode: Int, response: HTTPURLResponse, data: Data?)
     /// The 2xx body could not be decoded into the response model. `underlying` is usually a `DecodingError` whose
     /// coding path names the failing field; `data` is the body, as received.
     case decodingFailed(underlying: any Error, data: Data)
@@ -74,7 +76,8 @@ extension NetworkClientError: LocalizedError, CustomStringConvertible {
         case .unacceptableStatusCode(let statusCode, let response, let data):
             let reason = HTTPURLResponse.localizedString(forStatusCode: statusCode)
             let url = response.url.map { " from \($0.absoluteString.isEmpty ? "?" : Redaction.url($0))" } ?? ""
-            return "Unacceptable status code \(statusCode) (\(reason))\(url), body of \(data.count) bytes."
+            let body = data.map { "body of \($0.count) bytes" } ?? "no body"
+            return "Unacceptable status code \(statusCode) (\(reason))\(url), \(body)."
         case .decodingFailed(let underlying, let data):
             if data.isEmpty { return "The response could not be decoded: the body is empty." }
             // Foundation's explanations end with a period of their own.

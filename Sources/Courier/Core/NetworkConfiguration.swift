@@ -48,6 +48,16 @@ public final class NetworkConfiguration: Sendable {
         var asyncInterceptor: (@Sendable (URLRequest) async throws -> URLRequest)?
         var maximumResponseSize = NetworkConfiguration.defaultMaximumResponseSize
         var acceptableStatusCodes: Set<Int>?
+        /// ``NetworkConfiguration/interceptors``: run in order after `asyncInterceptor`.
+        var interceptors: [any NetworkRequestInterceptor] = []
+        /// Retry, logging and response interceptors of a configuration created with MicroClient 0.0.22+'s
+        /// initializer; `nil` otherwise.
+        var microClient: MicroClientOptions?
+    }
+
+    /// Changes the settings under the lock (the compatibility initializers and ``interceptors``).
+    func updateSettings(_ update: (inout Settings) -> Void) {
+        settings.withLock { update(&$0) }
     }
 
     /// 100 MiB: the default of ``maximumResponseSize``.
@@ -187,6 +197,23 @@ public final class NetworkConfiguration: Sendable {
         self.defaultEncoder = defaultEncoder
         self.baseURL = baseURL
         self.sensitiveHeaders = sensitiveHeaders
+        self.base = BaseURL(baseURL)
+    }
+
+    /// Creates a configuration whose requests go to a test double of ``URLSessionProtocol`` (MicroClient 0.0.16+);
+    /// ``session`` is `URLSession.shared`, never used.
+    init(
+        sessionDouble: any URLSessionProtocol, defaultDecoder: JSONDecoder, defaultEncoder: JSONEncoder, baseURL: URL
+    ) {
+        self.transport = .sessionDouble(sessionDouble)
+        self.session = transport.session
+        self.ownedSession = nil
+        self.requestTimeout = nil
+        self.resourceTimeout = nil
+        self.defaultDecoder = defaultDecoder
+        self.defaultEncoder = defaultEncoder
+        self.baseURL = baseURL
+        self.sensitiveHeaders = Redaction.alwaysSensitiveHeaders
         self.base = BaseURL(baseURL)
     }
 

@@ -126,6 +126,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// caller's session with its own delegate reports nothing. ``DeduplicatingClient`` calls only the handler of the
     /// request that started a shared call.
     public let onProgress: (@Sendable (TransferProgress) -> Void)?
+    /// The interceptors, retry strategy and response interceptors of MicroClient 0.0.22+'s initializer; `nil`
+    /// otherwise.
+    var microClient: MicroClientRequestOptions?
 
     /// Creates a request.
     /// - Parameters:

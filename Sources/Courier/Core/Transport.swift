@@ -12,6 +12,9 @@ enum Transport: Sendable {
     /// A caller's session that Courier cannot drive, because the session's own delegate receives the callbacks. The
     /// size limit applies once the body is complete; on Apple platforms the guard is the per-task delegate.
     case callerSession(URLSession, RedirectGuard?)
+    /// A test double of MicroClient 0.0.16+'s ``URLSessionProtocol``: Courier hands it the finished request and
+    /// checks only the size limit (no redirect guard, no deadline: the double decides what happens).
+    case sessionDouble(any URLSessionProtocol)
 
     /// Redirects Courier follows itself (307/308 with a body on Linux), like URLSession's own bound.
     static let maximumRedirects = 20
@@ -20,6 +23,7 @@ enum Transport: Sendable {
     var session: URLSession {
         switch self {
         case .driven(let session, _), .callerSession(let session, _): session
+        case .sessionDouble: URLSession.shared
         }
     }
 
@@ -45,6 +49,16 @@ enum Transport: Sendable {
                 throw NetworkClientError.responseTooLarge(limit: request.limits.maximumResponseSize)
             }
             return received
+        case .sessionDouble(let double):
+            guard request.uploadFile == nil, request.download == nil else {
+                throw NetworkClientError.invalidRequest(
+                    reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
+            }
+            let (data, response) = try await double.data(for: request.urlRequest, delegate: nil)
+            if data.count > request.limits.maximumResponseSize {
+                throw NetworkClientError.responseTooLarge(limit: request.limits.maximumResponseSize)
+            }
+            return ReceivedResponse(data: data, response: response)
         }
     }
 }

@@ -54,7 +54,11 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        guard sharedMethods.contains(networkRequest.method) else { return try await wrapped.run(networkRequest) }
+        // A request with interceptors, a retry strategy or response interceptors of its own (MicroClient 0.0.22+'s
+        // initializer) is never shared: they are closures, so two such requests cannot be known to be the same.
+        guard sharedMethods.contains(networkRequest.method), networkRequest.microClient == nil else {
+            return try await wrapped.run(networkRequest)
+        }
         let key = try RequestKey(networkRequest)
         let waiterID = table.withLock { $0.addPendingWaiter() }
         let outcome = try await withTaskCancellationHandler {
