@@ -68,11 +68,15 @@ struct OutboxCrashTests {
             // A random moment: early ones land during start-up and replay, later ones during enqueues and sends.
             let delay = Int.random(in: 150...900, using: &generator)
             try await Task.sleep(for: .milliseconds(delay))
-            if process.isRunning {
+            let wasRunning = process.isRunning
+            if wasRunning {
                 kill(process.processIdentifier, SIGKILL)
                 killed += 1
             }
             process.waitUntilExit()
+            // A run that finished by itself found everything acknowledged and drained: no later run has anything left
+            // to kill, and waiting for more kills would relaunch children for ever.
+            if !wasRunning, process.terminationReason == .exit, process.terminationStatus == 0 { break }
         }
         let final = try launch()
         runs += 1

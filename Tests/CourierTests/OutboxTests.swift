@@ -578,4 +578,59 @@ struct OutboxTests {
         #expect(stuck.withLock { $0 } == 404)
         await reopened.close()
     }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Reopened with more live entries than two segments hold: compaction ends, enqueues and sends go on")
+    func compactionWithMuchLiveData() async throws {
+        let server = try LoopbackServer { _ in .echo }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func request(_ index: Int) -> NetworkRequest<Data, VoidResponse> {
+            NetworkRequest(path: "/\(index)", method: .post, body: Data(count: 1_000))
+        }
+        // Paused: every entry stays live. One big segment, then split into ten segments of four entries each, more
+        // than the 4 KB segment size below: what runs killed before they could send leave.
+        let first = try Outbox(
+            directory: directory, client: server.client(), paused: true, environment: RetryEnvironment.live,
+            segmentSize: 1 << 20)
+        for index in 0..<40 { try await first.enqueue(request(index), kind: "k", orderingKey: "one") }
+        await first.close()
+        let journal = directory.appendingPathComponent("journal")
+        let files = try FileManager.default.contentsOfDirectory(atPath: journal.path).filter { $0.hasSuffix(".log") }
+        var records: [Data] = []
+        for file in files {
+            let data = try Data(contentsOf: journal.appendingPathComponent(file))
+            records += JournalFormat.parse(data).records.map { data[$0.1] }
+            try FileManager.default.removeItem(at: journal.appendingPathComponent(file))
+        }
+        #expect(records.count == 40)
+        for segment in 0..<10 {
+            let data = records[(segment * 4)..<(segment * 4 + 4)].reduce(Data(), +)
+            #expect(data.count > 4_096)
+            try data.write(to: journal.appendingPathComponent(String(format: "journal-%012d.log", segment + 1)))
+        }
+
+        let outbox = try Outbox(
+            directory: directory, client: server.client(), paused: true, environment: RetryEnvironment.live,
+            segmentSize: 4_096)
+        outbox.onResult(kind: "k", as: VoidResponse.self) { _, _ in }
+        // Before the fix, the writer's first batch started a compaction that copied the live records forward for
+        // ever, rolling over a new segment each time: this enqueue never returned.
+        let acknowledged = Locked(false)
+        Task {
+            try await outbox.enqueue(request(40), kind: "k", orderingKey: "one")
+            acknowledged.withLock { $0 = true }
+        }
+        let returned = await eventually(timeout: .seconds(20)) { acknowledged.withLock { $0 } }
+        #expect(returned, "the enqueue after reopening never returned")
+        guard returned else { return }  // close() would wait for the stuck writer thread for ever.
+        outbox.resume()
+        #expect(await eventually(timeout: .seconds(30)) { outbox.pendingCount == 0 })
+        #expect(server.recordedRequests.map(\.path) == (0...40).map { "/\($0)" })
+        await outbox.close()
+        let segments = try FileManager.default.contentsOfDirectory(
+            atPath: directory.appendingPathComponent("journal").path
+        ).filter { $0.hasSuffix(".log") }
+        #expect(segments.count <= 4)
+    }
 }

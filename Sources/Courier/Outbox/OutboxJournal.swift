@@ -369,9 +369,9 @@ final class OutboxJournal: @unchecked Sendable {
         }
     }
 
-    /// Writes `batch` to the active segment (rolling over first if it is full) and flushes it once.
-    private func write(_ batch: [Pending]) throws {
-        if activeSize >= segmentSize { try startSegment(activeSegment + 1) }
+    /// Writes `batch` to the active segment (rolling over first if it is full and `rollingOver`) and flushes it once.
+    private func write(_ batch: [Pending], rollingOver: Bool = true) throws {
+        if rollingOver, activeSize >= segmentSize { try startSegment(activeSegment + 1) }
         var data = Data()
         data.reserveCapacity(batch.reduce(0) { $0 + $1.record.count })
         var ranges: [Range<Int>] = []
@@ -414,6 +414,12 @@ final class OutboxJournal: @unchecked Sendable {
     }
 
     /// Deletes the oldest segments once nothing in them is live, copying a few live records forward if needed.
+    ///
+    /// Every pass deletes one segment and creates none: copied records go to the active segment even past
+    /// `segmentSize` (the next batch rolls over). So compaction ends, and the writer gets back to its callers. (It
+    /// used to roll over while copying: with more live records than two segments hold, as after a crash with many
+    /// entries unsent, each copy filled a new segment and the writer copied records forward for ever.) Records are
+    /// copied only out of a segment at most half live, so each byte copied frees at least one.
     private func compact() {
         while true {
             condition.lock()
@@ -428,6 +434,11 @@ final class OutboxJournal: @unchecked Sendable {
             if !live.isEmpty {
                 // Copy live records forward only when the journal holds at least three segments.
                 guard count >= 3 else { return }
+                let liveBytes = moves.flatMap { [$0.1, $0.2] }.reduce(0) { total, location in
+                    guard let location, location.segment == oldest else { return total }
+                    return total + location.range.count
+                }
+                guard liveBytes * 2 <= fileSize(path(oldest)) else { return }
                 guard (try? relocate(moves, from: oldest)) != nil else { return }
             }
             unlink(path(oldest))
@@ -436,6 +447,12 @@ final class OutboxJournal: @unchecked Sendable {
             references[oldest] = nil
             condition.unlock()
         }
+    }
+
+    /// The size of the file at `path`; 0 if it cannot be read.
+    private func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     private func relocate(_ moves: [(UUID, Location?, Location?)], from segment: Int) throws {
@@ -449,7 +466,8 @@ final class OutboxJournal: @unchecked Sendable {
                 batch.append(Pending(record: data[result.range], id: id, type: 2, continuation: nil, relocated: true))
             }
         }
-        try write(batch)
+        guard !batch.isEmpty else { return }
+        try write(batch, rollingOver: false)
     }
 }
 
