@@ -66,7 +66,7 @@ struct OutboxCrashTests {
             let process = try launch()
             runs += 1
             // A random moment: early ones land during start-up and replay, later ones during enqueues and sends.
-            let delay = Int.random(in: 150...900, using: &generator)
+            let delay = Int.random(in: 60...400, using: &generator)
             try await Task.sleep(for: .milliseconds(delay))
             let wasRunning = process.isRunning
             if wasRunning {
