@@ -102,7 +102,9 @@ public enum BookmarksRequestFactory {
             queryItems: [],
             baseURL: URL(string: "https://feeds.bookmarks.example"),
             retryStrategy: NetworkRequest<VoidRequest, [Bookmark]>.noRetry,
-            interceptors: [APIKeyInterceptor(apiKey: "public-key"), AcceptHeaderInterceptor(acceptType: "application/json")]
+            interceptors: [
+                APIKeyInterceptor(apiKey: "public-key"), AcceptHeaderInterceptor(acceptType: "application/json"),
+            ]
         )
     }
 }
@@ -113,7 +115,7 @@ extension NetworkRequest {
 
 /// The newer line's reading of an error status: `data` is optional there.
 public func serverMessage(of error: Error) -> String? {
-    guard case let NetworkClientError.unacceptableStatusCode(_, _, data) = error else { return nil }
+    guard case NetworkClientError.unacceptableStatusCode(_, _, let data) = error else { return nil }
     guard let data else { return nil }
     return try? JSONDecoder().decode(APIErrorPayload.self, from: data).message
 }

@@ -15,15 +15,20 @@ public struct PostsResponse: Decodable {
 }
 
 public enum PostsAPIFactory {
-    public static func makeAllRequest(tag: String?, start: Int, results: Int?) -> NetworkRequest<VoidRequest, PostsResponse> {
-        var queryItems = [URLQueryItem(name: "format", value: "json"), URLQueryItem(name: "start", value: String(start))]
+    public static func makeAllRequest(tag: String?, start: Int, results: Int?) -> NetworkRequest<
+        VoidRequest, PostsResponse
+    > {
+        var queryItems = [
+            URLQueryItem(name: "format", value: "json"), URLQueryItem(name: "start", value: String(start)),
+        ]
         if let tag { queryItems.append(URLQueryItem(name: "tag", value: tag)) }
         queryItems.append(URLQueryItem(name: "results", value: results.map { String($0) }))
         return NetworkRequest(path: "/posts/all", method: .get, queryItems: queryItems)
     }
 
     public static func makeUpdateRequest() -> NetworkRequest<VoidRequest, VoidResponse> {
-        NetworkRequest(path: "/posts/update", method: .get, queryItems: [], baseURL: URL(string: "https://api.pinboard.in/v2"))
+        NetworkRequest(
+            path: "/posts/update", method: .get, queryItems: [], baseURL: URL(string: "https://api.pinboard.in/v2"))
     }
 }
 

@@ -26,7 +26,8 @@ final class URLSessionMock: URLSessionProtocol, @unchecked Sendable {
             recorded.append(request)
             return script.count > 1 ? script.removeFirst() : script[0]
         }
-        let response = HTTPURLResponse(url: request.url!, statusCode: next.status, httpVersion: "HTTP/1.1", headerFields: nil)!
+        let response = HTTPURLResponse(
+            url: request.url!, statusCode: next.status, httpVersion: "HTTP/1.1", headerFields: nil)!
         return (Data(next.body.utf8), response)
     }
 }
@@ -37,7 +38,8 @@ struct NetworkClientMock: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         let value = try JSONDecoder().decode(ResponseModel.self, from: Data(#"[{"href":"h","tags":"t"}]"#.utf8))
-        let response = HTTPURLResponse(url: URL(string: "https://x.example")!, statusCode: 200, httpVersion: nil, headerFields: nil)!
+        let response = HTTPURLResponse(
+            url: URL(string: "https://x.example")!, statusCode: 200, httpVersion: nil, headerFields: nil)!
         return NetworkResponse(value: value, response: response)
     }
 }
@@ -89,7 +91,9 @@ final class NewLineSDKTests: XCTestCase {
         let messages = logger.messages
         XCTAssertEqual(messages.count, 2)
         XCTAssertEqual(messages.first?.level, .error)
-        XCTAssertTrue(messages.first?.message.hasPrefix("GET https://api.bookmarks.example/v1/posts/recent?count=1 -> 503") ?? false)
+        XCTAssertTrue(
+            messages.first?.message.hasPrefix("GET https://api.bookmarks.example/v1/posts/recent?count=1 -> 503")
+                ?? false)
         XCTAssertEqual(messages.last?.level, .info)
         XCTAssertFalse(messages.contains { $0.message.contains("secret-token") })
     }
@@ -113,7 +117,8 @@ final class NewLineSDKTests: XCTestCase {
     func testA0018ConfigurationWithInterceptorArguments() async throws {
         let session = URLSessionMock([(200, "[]")])
         let configuration = BookmarksAPIFactory.makeKeyedConfiguration(session: session, apiKey: "k-1")
-        _ = try await NetworkClient(configuration: configuration).run(BookmarksRequestFactory.makeRecentRequest(count: 1))
+        _ = try await NetworkClient(configuration: configuration).run(
+            BookmarksRequestFactory.makeRecentRequest(count: 1))
         XCTAssertEqual(session.requests.first?.value(forHTTPHeaderField: "X-Key"), "k-1")
         XCTAssertEqual(session.requests.first?.value(forHTTPHeaderField: "X-Async"), "async")
     }
@@ -127,7 +132,8 @@ final class NewLineSDKTests: XCTestCase {
             baseURL: URL(string: "https://api.bookmarks.example/v1")!
         )
         do {
-            _ = try await NetworkClient(configuration: configuration).run(BookmarksRequestFactory.makeRecentRequest(count: 1))
+            _ = try await NetworkClient(configuration: configuration).run(
+                BookmarksRequestFactory.makeRecentRequest(count: 1))
             XCTFail("404 is an error")
         } catch {
             XCTAssertEqual(serverMessage(of: error), "gone")
@@ -139,6 +145,8 @@ final class NewLineSDKTests: XCTestCase {
     func testAClientDoubleBuildsResponsesWithTheInitializerOf0016() async throws {
         let response = try await NetworkClientMock().run(BookmarksRequestFactory.makeRecentRequest(count: 1))
         XCTAssertEqual(response.value.first?.href, "h")
-        XCTAssertTrue(BookmarksRequestFactory.makeRecentRequest(count: 3).queryItems.contains(URLQueryItem(name: "count", value: "3")))
+        XCTAssertTrue(
+            BookmarksRequestFactory.makeRecentRequest(count: 3).queryItems.contains(
+                URLQueryItem(name: "count", value: "3")))
     }
 }

@@ -13,8 +13,16 @@ private struct Stop: Error {}
 private final class Captured: @unchecked Sendable {
     private let lock = NSLock()
     private var requests: [URLRequest] = []
-    func append(_ request: URLRequest) { lock.lock(); requests.append(request); lock.unlock() }
-    var last: URLRequest? { lock.lock(); defer { lock.unlock() }; return requests.last }
+    func append(_ request: URLRequest) {
+        lock.lock()
+        requests.append(request)
+        lock.unlock()
+    }
+    var last: URLRequest? {
+        lock.lock()
+        defer { lock.unlock() }
+        return requests.last
+    }
 }
 
 final class OldLineSDKTests: XCTestCase {
@@ -63,7 +71,8 @@ final class OldLineSDKTests: XCTestCase {
         let client = MicroAPIFactory.makeClient(configuration: configuration)
         for _ in 0..<3 {
             do {
-                _ = try await client.run(PostRequestFactory.makeTimelineRequest(pagination: Pagination(count: 5, sinceID: "a b")))
+                _ = try await client.run(
+                    PostRequestFactory.makeTimelineRequest(pagination: Pagination(count: 5, sinceID: "a b")))
                 XCTFail("the interceptor stops every request")
             } catch NetworkClientError.interceptorFailed {
             }
