@@ -15,6 +15,15 @@ struct TransferRequest: Sendable {
     var onProgress: (@Sendable (TransferProgress) -> Void)?
 }
 
+/// Where a download's partial bytes are kept between runs of the same request, and what this run resumes.
+struct DownloadResume: Sendable {
+    /// The request's key in `store`: see ``PartialDownloads/key(for:destination:)``.
+    let key: String
+    /// The partial download this run continues (sent as `Range` and `If-Range`); `nil` when it starts afresh.
+    let partial: PartialDownload?
+    let store: PartialDownloads
+}
+
 /// The limits one transfer runs under.
 struct TransferLimits: Sendable {
     /// The most body bytes, after decompression, to accept in memory.
@@ -46,6 +55,8 @@ final class DrivenTransfer: Expirable, Sendable {
         case cancelled
         case tooLarge
         case timedOut
+        /// The download's file could not be written.
+        case fileFailed(NetworkClientError)
     }
 
     private struct State: Sendable {
@@ -58,7 +69,15 @@ final class DrivenTransfer: Expirable, Sendable {
         var file: DownloadedFile? = nil
         var fileError: NetworkClientError?
         var followUp: URLRequest?
+        /// The response ended this task so that `followUp` is sent instead (a stale range): checked before the
+        /// cancellation error the task then reports.
+        var restarts = false
         var refusal: String?
+        /// The file a download's acceptable body is written to.
+        var writer: DownloadWriter?
+        /// The download's body is not acceptable and its first `maximumResponseSize` bytes are in `body`: the rest is
+        /// not read.
+        var errorBodyIsFull = false
         var isComplete = false
         var progress = TransferProgress(
             bytesSent: 0, totalBytesExpectedToSend: nil, bytesReceived: 0, totalBytesExpectedToReceive: nil)
@@ -67,12 +86,15 @@ final class DrivenTransfer: Expirable, Sendable {
     let task: URLSessionTask
     /// What this task sends: a 307/308 redirect resends its body.
     let request: TransferRequest
+    /// For a download: where its partial bytes go if it fails, and what it resumes.
+    let resume: DownloadResume?
     private var limits: TransferLimits { request.limits }
     private let state = Locked(State())
 
-    init(task: URLSessionTask, request: TransferRequest) {
+    init(task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil) {
         self.task = task
         self.request = request
+        self.resume = resume
     }
 
     /// Resumes the task; `continuation` receives the outcome once the delegate reports completion.
@@ -94,6 +116,7 @@ final class DrivenTransfer: Expirable, Sendable {
 
     /// The response head arrived; `false` if its declared length is already over the limit.
     func received(_ response: URLResponse) -> Bool {
+        if let download = request.download { return receivedDownload(response, download) }
         let expected = response.expectedContentLength
         if expected > limits.maximumResponseSize {
             interrupt(.tooLarge)
@@ -109,6 +132,7 @@ final class DrivenTransfer: Expirable, Sendable {
 
     /// A piece of the body arrived (decompressed, if the server compressed it).
     func received(_ data: Data) {
+        if request.download != nil { return receivedDownload(data) }
         let (overLimit, progress) = state.withLock { state -> (Bool, TransferProgress?) in
             guard state.interruption == nil else { return (false, nil) }
             if state.body.count + data.count > limits.maximumResponseSize { return (true, nil) }
@@ -156,19 +180,120 @@ final class DrivenTransfer: Expirable, Sendable {
         if let progress { onProgress(progress) }
     }
 
-    /// A download task finished writing its file at `location`, which disappears after this returns: move it to its
-    /// destination, or, for an unacceptable status, keep its first bytes as the error's body and delete it.
-    func downloaded(to location: URL, response: URLResponse?) {
-        guard let download = request.download, let response else {
-            try? FileManager.default.removeItem(at: location)
-            return
+    /// The head of a download's response: an acceptable body (or the rest of a resumed one) goes to a file, another
+    /// is kept in memory as the error's body; `false` ends the task.
+    private func receivedDownload(_ response: URLResponse, _ download: DownloadTarget) -> Bool {
+        let http = response as? HTTPURLResponse
+        let status = http?.statusCode ?? 0
+        let partial = resume?.partial
+        var resumed: PartialDownload?
+        if let partial, let http, status == 206 || status == 416 {
+            guard status == 206, PartialDownload.contentRange(of: http)?.start == partial.length else {
+                // The range no longer fits the resource (416, or a range starting elsewhere): start over.
+                try? FileManager.default.removeItem(at: partial.file)
+                var fresh = request.urlRequest
+                fresh.setValue(nil, forHTTPHeaderField: "Range")
+                state.withLock { state in
+                    state.followUp = fresh
+                    state.restarts = true
+                }
+                return false
+            }
+            resumed = partial
+        } else if !download.accepts(status) {
+            state.withLock { $0.response = response }
+            return true
+        } else if let partial {
+            // A whole new body (the resource changed, or the server ignored the range): the old bytes are stale.
+            try? FileManager.default.removeItem(at: partial.file)
         }
-        let taken = download.take(location, response: response, bodyLimit: limits.maximumResponseSize)
-        state.withLock { state in
+        let writer: DownloadWriter
+        do {
+            writer = try DownloadWriter(
+                file: download.partialFile(), resuming: resumed, validator: http.flatMap(PartialDownload.validator))
+        } catch {
+            interrupt(.fileFailed(error as? NetworkClientError ?? .invalidRequest(reason: "\(error)")))
+            return false
+        }
+        let expected = response.expectedContentLength
+        let opened = state.withLock { state -> Bool in
+            guard state.interruption == nil else { return false }
             state.response = response
-            switch taken {
-            case .success(let received): (state.body, state.file) = (received.data, received.file)
-            case .failure(let error): state.fileError = error
+            state.writer = writer
+            state.progress.bytesReceived = writer.length
+            if let http, let total = resumed != nil ? PartialDownload.contentRange(of: http)?.total : nil {
+                state.progress.totalBytesExpectedToReceive = total
+            } else {
+                state.progress.totalBytesExpectedToReceive = expected >= 0 ? writer.length + expected : nil
+            }
+            return true
+        }
+        if !opened { writer.discard() }
+        return opened
+    }
+
+    /// A piece of a download's body: written to its file, or kept (up to the limit) as an error's body.
+    private func receivedDownload(_ data: Data) {
+        let (failure, progress, errorBodyIsFull) = state.withLock {
+            state -> (NetworkClientError?, TransferProgress?, Bool) in
+            guard state.interruption == nil else { return (nil, nil, false) }
+            guard var writer = state.writer else {
+                // An error's body: its first `maximumResponseSize` bytes, then the transfer ends.
+                guard !state.errorBodyIsFull else { return (nil, nil, false) }
+                state.body.append(data.prefix(limits.maximumResponseSize - state.body.count))
+                state.errorBodyIsFull = state.body.count >= limits.maximumResponseSize
+                return (nil, nil, state.errorBodyIsFull)
+            }
+            do {
+                try writer.write(data)
+            } catch {
+                return (error as? NetworkClientError, nil, false)
+            }
+            state.writer = writer
+            state.progress.bytesReceived = writer.length
+            return (nil, state.progress, false)
+        }
+        if let failure { interrupt(.fileFailed(failure)) }
+        if let progress { request.onProgress?(progress) }
+        if errorBodyIsFull { endWithErrorBody() }
+    }
+
+    /// An error's body reached the limit: the caller gets the response with what arrived, and the task is cancelled.
+    private func endWithErrorBody() {
+        if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
+        let ended = state.withLock { state -> (CheckedContinuation<TransferResult, any Error>, ReceivedResponse)? in
+            guard !state.isComplete, let continuation = state.continuation, let response = state.response else {
+                return nil
+            }
+            state.isComplete = true
+            state.continuation = nil
+            Self.settleDownload(&state, resume: resume, keep: true)
+            defer { state.body = Data() }
+            return (continuation, ReceivedResponse(data: state.body, response: response))
+        }
+        guard let (continuation, received) = ended else { return }
+        continuation.resume(returning: .response(received))
+        cancelTask()
+    }
+
+    /// Closes a download's file when the transfer ends without it: kept for a later run of the same request when
+    /// `keep` is true and the response can be resumed, deleted otherwise. A partial download this run was to
+    /// resume, and never opened, is kept or deleted the same way.
+    private static func settleDownload(_ state: inout State, resume: DownloadResume?, keep: Bool) {
+        if let writer = state.writer {
+            state.writer = nil
+            if keep, let resume, let partial = writer.keep() {
+                resume.store.keep(partial, for: resume.key)
+            } else if !keep || resume == nil {
+                writer.discard()
+            }
+        } else if let resume, let partial = resume.partial, !state.restarts,
+            FileManager.default.fileExists(atPath: partial.file.path)
+        {
+            if keep {
+                resume.store.keep(partial, for: resume.key)
+            } else {
+                try? FileManager.default.removeItem(at: partial.file)
             }
         }
     }
@@ -196,9 +321,10 @@ final class DrivenTransfer: Expirable, Sendable {
             guard state.interruption == nil && !state.isComplete else { return nil }
             state.interruption = reason
             state.body = Data()
-            // A file moved into place just before the interruption is not the caller's: they get an error.
-            if let file = state.file { try? FileManager.default.removeItem(at: file.url) }
-            state.file = nil
+            // A download's bytes so far are kept for a later run when the deadline passed, not when it was cancelled.
+            var keep = false
+            if case .timedOut = reason { keep = true }
+            Self.settleDownload(&state, resume: resume, keep: keep)
             defer { state.continuation = nil }
             return .some(state.continuation)
         }
@@ -218,8 +344,13 @@ final class DrivenTransfer: Expirable, Sendable {
     /// The delegate reported the end of the task: resume the caller with the outcome.
     func complete(error: (any Error)?) {
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
-        let (continuation, outcome, progress) = state.withLock { state in
+        typealias Ending = (
+            CheckedContinuation<TransferResult, any Error>?, Result<TransferResult, any Error>, TransferProgress?
+        )
+        let (continuation, outcome, progress) = state.withLock { state -> Ending in
+            guard !state.isComplete else { return (nil, .failure(CancellationError()), nil) }  // Ended early.
             state.isComplete = true
+            endDownload(&state, error: error)
             defer { state.continuation = nil }
             let outcome = Self.outcome(of: &state, error: error, limit: limits.maximumResponseSize)
             var progress: TransferProgress?
@@ -237,10 +368,34 @@ final class DrivenTransfer: Expirable, Sendable {
         continuation.resume(with: outcome)
     }
 
+    /// A download's task ended: its complete body is moved into place; the bytes of one that failed on its way (the
+    /// connection dropped, say) are kept for a later run.
+    private func endDownload(_ state: inout State, error: (any Error)?) {
+        guard state.interruption == nil else { return }  // Settled when it was interrupted.
+        guard let writer = state.writer, error == nil, let response = state.response, let download = request.download
+        else {
+            // Not a cancellation: a later run may resume. An unacceptable status (503, say) keeps the bytes too.
+            Self.settleDownload(&state, resume: resume, keep: error.map(Self.canResume) ?? true)
+            return
+        }
+        state.writer = nil
+        writer.close()
+        switch download.finish(writer.file, response: response) {
+        case .success(let file): state.file = file
+        case .failure(let error): state.fileError = error
+        }
+    }
+
+    /// Whether a download that failed with `error` may be resumed later: any transfer failure but a cancellation.
+    private static func canResume(_ error: any Error) -> Bool {
+        (error as? URLError)?.code != .cancelled
+    }
+
     private static func error(for interruption: Interruption, limit: Int) -> any Error {
         switch interruption {
         case .cancelled: return CancellationError()
         case .tooLarge: return NetworkClientError.responseTooLarge(limit: limit)
+        case .fileFailed(let error): return error
         case .timedOut:
             let reason = "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
             return URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason])
@@ -251,6 +406,7 @@ final class DrivenTransfer: Expirable, Sendable {
         of state: inout State, error: (any Error)?, limit: Int
     ) -> Result<TransferResult, any Error> {
         if let interruption = state.interruption { return .failure(Self.error(for: interruption, limit: limit)) }
+        if state.restarts, let followUp = state.followUp { return .success(.redirect(followUp)) }
         if let error { return .failure(error) }
         if let fileError = state.fileError { return .failure(fileError) }
         if let refusal = state.refusal { return .failure(NetworkClientError.redirectRefused(reason: refusal)) }

@@ -77,11 +77,12 @@ public final class NetworkClient: NetworkClientProtocol {
         guard let httpResponse = response as? HTTPURLResponse else {
             throw NetworkClientError.invalidResponse(response)
         }
+        // A download's file exists only for an acceptable status, or a 206 that resumed it.
+        if let file = received.file { return NetworkResponse(value: file as! ResponseModel, response: response) }
         guard accepted?.contains(httpResponse.statusCode) ?? (200..<300).contains(httpResponse.statusCode) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: httpResponse.statusCode, response: Redaction.response(httpResponse), data: data)
         }
-        if let file = received.file { return NetworkResponse(value: file as! ResponseModel, response: response) }
         let value = try Self.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
         return NetworkResponse(value: value, response: response, data: data)

@@ -52,7 +52,8 @@ enum Redaction {
             }
             userInfo[NSLocalizedDescriptionKey] = detail
         }
-        return URLError(urlError?.code ?? .unknown, userInfo: userInfo)
+        let detail = userInfo[NSLocalizedDescriptionKey] as? String
+        return URLError(platformErrorCode(urlError?.code ?? .unknown, detail: detail), userInfo: userInfo)
     }
 
     /// `response`, or a copy whose URL is redacted when it has user info or a query, so that printing an error that

@@ -9,10 +9,12 @@ import FoundationNetworking
 ///
 /// A task created without a completion handler sends its data to this delegate and nowhere else (corelibs keeps no
 /// copy of it), so a body costs its size once in memory, reserved from `Content-Length`.
-final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, Sendable {
+final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     let redirects: RedirectGuard
     /// The transfers in flight, by task identifier (unique within the one session this delegate serves).
     private let transfers = Locked([Int: DrivenTransfer]())
+    /// Downloads that failed on their way, kept until the same request runs again.
+    let partialDownloads = PartialDownloads()
 
     init(sensitiveHeaders: Set<String>) {
         self.redirects = RedirectGuard(sensitiveHeaders: sensitiveHeaders)
@@ -21,28 +23,26 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     /// Sends `request` on `session` (whose delegate is `self`) and collects the response.
     func send(_ request: TransferRequest, on session: URLSession) async throws -> TransferResult {
         let task: URLSessionTask
-        // The transfer, for a completion handler created before it.
-        let created = Locked<DrivenTransfer?>(nil)
+        var resume: DownloadResume?
         if let file = request.uploadFile {
             task = session.uploadTask(with: request.urlRequest, fromFile: file)
-        } else if request.download != nil && request.onProgress == nil {
-            // Without progress to report, a completion handler: corelibs then writes the file through one handle,
-            // where a delegate-driven download task reopens it for every 16 KB piece and queues a callback for each
-            // (200 MB over loopback: 1.5x raw URLSession's wall time, peaks up to 78 MB, against 1.0x and 37 MB).
-            // Redirects still reach this delegate, the session's.
-            task = session.downloadTask(with: request.urlRequest) { [weak self] location, response, error in
-                guard let transfer = created.withLock({ $0 }) else { return }
-                self?.transfers.withLock { _ = $0.removeValue(forKey: transfer.task.taskIdentifier) }
-                if let location { transfer.downloaded(to: location, response: response) }
-                transfer.complete(error: error)
+        } else if let download = request.download,
+            let key = PartialDownloads.key(for: request.urlRequest, destination: download.destination)
+        {
+            // A download is a data task whose body this delegate writes to a file: Courier holds the partial bytes,
+            // so that a failed download can be resumed, and nothing is left in a temporary place of URLSession's.
+            let partial = partialDownloads.take(key)
+            var urlRequest = request.urlRequest
+            if let partial {
+                urlRequest.setValue("bytes=\(partial.length)-", forHTTPHeaderField: "Range")
+                urlRequest.setValue(partial.validator, forHTTPHeaderField: "If-Range")
             }
-        } else if request.download != nil {
-            task = session.downloadTask(with: request.urlRequest)
+            resume = DownloadResume(key: key, partial: partial, store: partialDownloads)
+            task = session.dataTask(with: urlRequest)
         } else {
             task = session.dataTask(with: request.urlRequest)
         }
-        let transfer = DrivenTransfer(task: task, request: request)
-        created.withLock { $0 = transfer }
+        let transfer = DrivenTransfer(task: task, request: request, resume: resume)
         transfers.withLock { $0[task.taskIdentifier] = transfer }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -74,22 +74,6 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         totalBytesExpectedToSend: Int64
     ) {
         transfer(task)?.sent(totalBytesSent, of: totalBytesExpectedToSend)
-    }
-
-    func urlSession(
-        _ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
-        totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
-    ) {
-        transfer(downloadTask)?.wrote(totalBytesWritten, of: totalBytesExpectedToWrite)
-    }
-
-    /// The file exists only until this returns: it is moved (or read, for an error response) here.
-    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
-        guard let transfer = transfer(downloadTask) else {
-            try? FileManager.default.removeItem(at: location)
-            return
-        }
-        transfer.downloaded(to: location, response: downloadTask.response)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

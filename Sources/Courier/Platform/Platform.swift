@@ -60,6 +60,20 @@ func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLS
     return copy
 }
 
+/// The `URLError` code Apple's URLSession reports for a failure corelibs reports as `code`, with libcurl's text
+/// `detail`.
+///
+/// corelibs maps only a few libcurl errors to `URLError` codes and reports the rest as `.unknown`. A connection that
+/// closes before the declared body is complete (libcurl's `CURLE_PARTIAL_FILE`: "transfer closed with 2300000 bytes
+/// remaining to read", or "… outstanding read data remaining" when chunked) is `.networkConnectionLost` on Apple
+/// platforms: the code ``RetryPolicy`` retries, and after which a download resumes.
+func platformErrorCode(_ code: URLError.Code, detail: String?) -> URLError.Code {
+    #if canImport(FoundationNetworking)
+    if code == .unknown, detail?.hasPrefix("transfer closed with") == true { return .networkConnectionLost }
+    #endif
+    return code
+}
+
 /// The delegate queue of the sessions Courier drives: on Linux it runs each callback at once, on the thread that
 /// delivers it (the session's work queue, where libcurl's callbacks run); on Apple platforms `nil`, URLSession's own
 /// serial queue.

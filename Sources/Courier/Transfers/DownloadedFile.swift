@@ -60,6 +60,29 @@ struct DownloadTarget: Sendable {
         }
     }
 
+    /// Where the body is written while it arrives: beside the destination, so that moving it there at the end is a
+    /// rename (`.<name>.<UUID>.courier-partial`), or `<caches>/Courier Downloads/Partial/<UUID>.courier-partial` for
+    /// the default destination.
+    func partialFile() -> URL {
+        let name = UUID().uuidString + ".courier-partial"
+        if let destination {
+            return destination.deletingLastPathComponent()
+                .appendingPathComponent("." + destination.lastPathComponent + "." + name)
+        }
+        return Self.downloadsFolder.appendingPathComponent("Partial", isDirectory: true).appendingPathComponent(name)
+    }
+
+    /// Moves the complete body Courier wrote at `file` to the destination; `file` is gone afterwards either way.
+    func finish(_ file: URL, response: URLResponse) -> Result<DownloadedFile, NetworkClientError> {
+        do {
+            return .success(try move(file, response: response))
+        } catch {
+            try? FileManager.default.removeItem(at: file)
+            let reason = "the download cannot be moved there: \(error.localizedDescription)"
+            return .failure(.fileAccessFailed(url: destination ?? Self.defaultDestination(response), reason: reason))
+        }
+    }
+
     /// Moves the file URLSession wrote at `location` to the destination, replacing a file already there.
     private func move(_ location: URL, response: URLResponse) throws -> DownloadedFile {
         let fileManager = FileManager.default
@@ -74,11 +97,16 @@ struct DownloadTarget: Sendable {
 
     /// `<caches>/Courier Downloads/<UUID>/<suggested file name>`.
     static func defaultDestination(_ response: URLResponse) -> URL {
+        let name = response.suggestedFilename.flatMap { $0.isEmpty ? nil : $0 } ?? "download"
+        return downloadsFolder.appendingPathComponent(UUID().uuidString, isDirectory: true)
+            .appendingPathComponent(name)
+    }
+
+    /// `<caches>/Courier Downloads`.
+    static var downloadsFolder: URL {
         let caches =
             FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? FileManager.default.temporaryDirectory
-        let name = response.suggestedFilename.flatMap { $0.isEmpty ? nil : $0 } ?? "download"
         return caches.appendingPathComponent("Courier Downloads", isDirectory: true)
-            .appendingPathComponent(UUID().uuidString, isDirectory: true).appendingPathComponent(name)
     }
 }

@@ -1,0 +1,113 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file a download's body is written to as it arrives: a partial file beside its destination, moved into place
+/// when the body is complete, kept for a resume when the transfer fails, deleted otherwise.
+///
+/// Each piece is written by the thread that delivers it, before the next piece is read from the socket, so a download
+/// holds at most one piece in memory however large it is.
+struct DownloadWriter: Sendable {
+    /// The partial file.
+    let file: URL
+    /// Its open descriptor, owned by this writer until ``close()``.
+    private let descriptor: Int32
+    /// The bytes in the file so far.
+    private(set) var length: Int64
+    /// The response's validator, when its body can be resumed: see ``PartialDownload/validator(of:)``.
+    let validator: String?
+
+    /// Creates `file` empty (replacing one already there), or, when `resuming` is given, opens its file to append
+    /// after its `length` bytes.
+    ///
+    /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the file cannot be created or opened.
+    init(file: URL, resuming partial: PartialDownload?, validator: String?) throws {
+        let path = partial?.file.path ?? file.path
+        do {
+            try FileManager.default.createDirectory(
+                at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw NetworkClientError.fileAccessFailed(
+                url: URL(fileURLWithPath: path), reason: "the download's folder cannot be created: \(error)")
+        }
+        let flags = partial == nil ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY
+        let descriptor = open(path, flags | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw NetworkClientError.fileAccessFailed(
+                url: URL(fileURLWithPath: path), reason: "the download cannot be written there: \(Self.lastError())")
+        }
+        if let partial, lseek(descriptor, off_t(partial.length), SEEK_SET) != off_t(partial.length) {
+            _ = systemClose(descriptor)
+            throw NetworkClientError.fileAccessFailed(
+                url: partial.file, reason: "the partial download cannot be continued: \(Self.lastError())")
+        }
+        self.file = URL(fileURLWithPath: path)
+        self.descriptor = descriptor
+        self.length = partial?.length ?? 0
+        self.validator = validator
+    }
+
+    /// Appends `data` to the file.
+    ///
+    /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the disk refuses it (full, for example).
+    mutating func write(_ data: Data) throws {
+        let written = data.withUnsafeBytes { buffer -> Int in
+            var offset = 0
+            while offset < buffer.count {
+                let result = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return -1
+                }
+                offset += result
+            }
+            return offset
+        }
+        guard written == data.count else {
+            throw NetworkClientError.fileAccessFailed(
+                url: file, reason: "the download cannot be written: \(Self.lastError())")
+        }
+        length += Int64(written)
+    }
+
+    /// Closes the file and returns what a later run can resume from, or `nil` (the file is then deleted) when the
+    /// response cannot be resumed or nothing was written.
+    func keep() -> PartialDownload? {
+        close()
+        guard let validator, length > 0 else {
+            try? FileManager.default.removeItem(at: file)
+            return nil
+        }
+        return PartialDownload(file: file, length: length, validator: validator)
+    }
+
+    /// Closes and deletes the file.
+    func discard() {
+        close()
+        try? FileManager.default.removeItem(at: file)
+    }
+
+    /// Closes the file, leaving it in place.
+    func close() {
+        _ = systemClose(descriptor)
+    }
+
+    private static func lastError() -> String {
+        String(cString: strerror(errno))
+    }
+}
+
+// The C library's `write` and `close`, under names the writer's own methods do not shadow.
+private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, buffer, count)
+}
+
+private func systemClose(_ descriptor: Int32) -> Int32 {
+    close(descriptor)
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The bytes of a download that stopped early, kept so that the next run of the same request asks only for the rest:
+/// `Range: bytes=<length>-` with `If-Range: <validator>`.
+struct PartialDownload: Sendable {
+    /// The file holding the first `length` bytes of the body.
+    let file: URL
+    let length: Int64
+    /// The response's strong `ETag`, or else its `Last-Modified`: what `If-Range` sends, so that a server whose
+    /// resource changed answers with the whole new body (200) rather than the rest of another one.
+    let validator: String
+
+    /// The validator of a response whose body can be resumed with a range request, or `nil`: it needs
+    /// `Accept-Ranges: bytes`, a strong `ETag` or a `Last-Modified` date, and no `Content-Encoding` (a range counts
+    /// encoded bytes, and an encoded stream cannot be decoded from its middle).
+    static func validator(of response: HTTPURLResponse) -> String? {
+        if response.statusCode == 200 {
+            // A 206 answers a range request: the server supports ranges whether or not it says so again.
+            guard
+                response.value(forHTTPHeaderField: "Accept-Ranges")?.split(separator: ",")
+                    .contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "bytes" }) == true
+            else { return nil }
+        }
+        if let encoding = response.value(forHTTPHeaderField: "Content-Encoding"),
+            encoding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+        {
+            return nil
+        }
+        // RFC 9110 §13.1.5: a weak entity tag must not be sent in If-Range.
+        if let tag = response.value(forHTTPHeaderField: "ETag"), tag.hasPrefix("\"") { return tag }
+        return response.value(forHTTPHeaderField: "Last-Modified")
+    }
+
+    /// The first byte position and the complete length of a `206` response's `Content-Range: bytes a-b/n`; the length
+    /// is `nil` when the server sent `*`.
+    static func contentRange(of response: HTTPURLResponse) -> (start: Int64, total: Int64?)? {
+        guard let value = response.value(forHTTPHeaderField: "Content-Range"),
+            value.lowercased().hasPrefix("bytes ")
+        else { return nil }
+        let spec = value.dropFirst("bytes ".count).split(separator: "/", maxSplits: 1)
+        guard spec.count == 2, let dash = spec[0].firstIndex(of: "-"),
+            let start = Int64(spec[0][..<dash].trimmingCharacters(in: .whitespaces))
+        else { return nil }
+        return (start, Int64(spec[1].trimmingCharacters(in: .whitespaces)))
+    }
+}
+
+/// The partial downloads of one session, by request, until a later run of the same request resumes them or the
+/// session goes away (the files are then deleted). In memory only: a download is resumed within the life of its
+/// ``NetworkConfiguration``, not after the process restarts.
+final class PartialDownloads: Sendable {
+    /// The most partial files kept; the oldest is deleted first.
+    static let capacity = 16
+
+    /// The kept partial downloads, oldest first, by key.
+    private let kept = Locked([(key: String, partial: PartialDownload)]())
+
+    /// The key of a download: its URL and where it goes. The URL stays in memory only.
+    static func key(for request: URLRequest, destination: URL?) -> String? {
+        guard request.httpMethod ?? "GET" == "GET", request.value(forHTTPHeaderField: "Range") == nil,
+            let url = request.url
+        else { return nil }
+        return url.absoluteString + "\n" + (destination?.standardizedFileURL.path ?? "")
+    }
+
+    /// Takes the partial download kept for `key`, if its file still has the bytes it had.
+    func take(_ key: String) -> PartialDownload? {
+        let partial = kept.withLock { kept -> PartialDownload? in
+            guard let index = kept.firstIndex(where: { $0.key == key }) else { return nil }
+            return kept.remove(at: index).partial
+        }
+        guard let partial else { return nil }
+        let size = (try? FileManager.default.attributesOfItem(atPath: partial.file.path)[.size] as? NSNumber)?
+            .int64Value
+        guard size == partial.length else {
+            try? FileManager.default.removeItem(at: partial.file)
+            return nil
+        }
+        return partial
+    }
+
+    /// Keeps `partial` for the next run of `key`, replacing (and deleting) an older one.
+    func keep(_ partial: PartialDownload, for key: String) {
+        let dropped = kept.withLock { kept -> [PartialDownload] in
+            var dropped = kept.filter { $0.key == key }.map(\.partial)
+            kept.removeAll { $0.key == key }
+            kept.append((key, partial))
+            while kept.count > Self.capacity { dropped.append(kept.removeFirst().partial) }
+            return dropped
+        }
+        for old in dropped where old.file != partial.file { try? FileManager.default.removeItem(at: old.file) }
+    }
+
+    deinit {
+        for entry in kept.withLock({ $0 }) { try? FileManager.default.removeItem(at: entry.partial.file) }
+    }
+}

@@ -1,0 +1,293 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+
+@testable import Courier
+
+/// Downloads cut off midway, run again: what is asked for (`Range`, `If-Range`), and what ends up on disk.
+@Suite("Download resume", .serialized)
+struct DownloadResumeTests {
+    /// The resource every test downloads: byte `i` is `i % 251`, as the server's `.stream` generates it.
+    static let size = 3_000_000
+    static func bytes(_ range: Range<Int>) -> Data { Data(range.map { UInt8($0 % 251) }) }
+    static let etag = "\"v1-3000000\""
+    static let resumable = [
+        ServerHeader(name: "Accept-Ranges", value: "bytes"), ServerHeader(name: "ETag", value: etag),
+    ]
+
+    /// The first answer: the head of the whole resource with `headers`, then only its first `sent` bytes, then the
+    /// connection closes.
+    static func cutOff(after sent: Int, headers: [ServerHeader] = resumable) -> ServerResponse {
+        .stream(status: 200, headers: headers, length: sent, declaredLength: size)
+    }
+
+    /// A range request answered as a file server does: 206 with the rest when `If-Range` matches `etag`.
+    static func rest(for request: ServerRequest) -> ServerResponse {
+        guard let range = request.header("Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+            let start = Int(range.dropFirst("bytes=".count).dropLast()), request.header("If-Range") == etag
+        else { return .respond(status: 400) }
+        return .respond(
+            status: 206,
+            headers: resumable + [ServerHeader(name: "Content-Range", value: "bytes \(start)-\(size - 1)/\(size)")],
+            body: bytes(start..<size))
+    }
+
+    /// A fresh, empty folder for one test's files.
+    static func scratchFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "courier-resume-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// Answers the requests in turn with `answers` (the last one again after that) and records each request.
+    final class Script: Sendable {
+        let requests = Locked<[ServerRequest]>([])
+        let answers: [@Sendable (ServerRequest) -> ServerResponse]
+
+        init(_ answers: [@Sendable (ServerRequest) -> ServerResponse]) {
+            self.answers = answers
+        }
+
+        func answer(_ request: ServerRequest) -> ServerResponse {
+            let index = requests.withLock { requests in
+                requests.append(request)
+                return requests.count - 1
+            }
+            return answers[min(index, answers.count - 1)](request)
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "A download cut off midway, run again, asks for the rest with Range and If-Range and completes the file",
+        arguments: [true, false])
+    func resumesWhenRunAgain(chosenDestination: Bool) async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = Script([{ _ in Self.cutOff(after: 1_000_000) }, Self.rest])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client()
+        let request = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "big.bin", method: .get,
+            downloadDestination: chosenDestination ? folder.appendingPathComponent("big.bin") : nil)
+
+        await #expect {
+            _ = try await client.run(request)
+        } throws: { error in
+            guard case NetworkClientError.transportFailed = error else { return false }
+            return true
+        }
+        let reports = Locked<[TransferProgress]>([])
+        let resumed = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "big.bin", method: .get, downloadDestination: request.downloadDestination,
+            onProgress: { progress in reports.withLock { $0.append(progress) } })
+        let response = try await client.run(resumed)
+        defer { if !chosenDestination { try? FileManager.default.removeItem(at: response.value.url) } }
+
+        let second = try #require(script.requests.withLock { $0 }.dropFirst().first)
+        #expect(second.header("Range") == "bytes=1000000-")
+        #expect(second.header("If-Range") == Self.etag)
+        #expect(response.statusCode == 206)
+        #expect(response.value.byteCount == Int64(Self.size))
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+        let received = reports.withLock { $0 }.map(\.bytesReceived)
+        #expect(received.first ?? 0 > 1_000_000, "progress counts the bytes kept from the first run")
+        #expect(received.last == Int64(Self.size))
+        #expect(reports.withLock { $0 }.last?.totalBytesExpectedToReceive == Int64(Self.size))
+        if chosenDestination {
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["big.bin"])
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("retrying() resumes a download cut off midway by itself: one call, the second request asks for the rest")
+    func retryingResumes() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = Script([{ _ in Self.cutOff(after: 700_000) }, Self.rest])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client().retrying(RetryPolicy(baseDelay: 0.01))
+        let destination = folder.appendingPathComponent("big.bin")
+
+        let response = try await client.run(
+            NetworkRequest<VoidRequest, DownloadedFile>(path: "big.bin", method: .get, downloadDestination: destination)
+        )
+
+        let requests = script.requests.withLock { $0 }
+        #expect(requests.count == 2)
+        #expect(requests.first?.header("Range") == nil)
+        #expect(requests.last?.header("Range") == "bytes=700000-")
+        #expect(try Data(contentsOf: destination) == Self.bytes(0..<Self.size))
+        #expect(response.value.byteCount == Int64(Self.size))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("When the resource changed, the server's whole new body replaces the partial bytes")
+    func changedResourceStartsOver() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let newBody = Data(repeating: 0x5A, count: 2_000_000)
+        // If-Range no longer matches: a file server answers 200 with the whole new representation.
+        let script = Script([
+            { _ in Self.cutOff(after: 1_000_000) },
+            { _ in .respond(status: 200, headers: [ServerHeader(name: "ETag", value: "\"v2\"")], body: newBody) },
+        ])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client()
+        let request = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+
+        _ = try? await client.run(request)
+        let response = try await client.run(request)
+
+        #expect(script.requests.withLock { $0 }.last?.header("Range") == "bytes=1000000-")
+        #expect(response.statusCode == 200)
+        #expect(try Data(contentsOf: response.value.url) == newBody)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["big.bin"], "no partial file left")
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A 416 answer drops the partial bytes and the same call downloads the whole resource again")
+    func unsatisfiableRangeStartsOver() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = Script([
+            { _ in Self.cutOff(after: 1_000_000) },
+            { _ in .respond(status: 416, headers: [ServerHeader(name: "Content-Range", value: "bytes */10")]) },
+            { _ in .stream(status: 200, headers: Self.resumable, length: Self.size) },
+        ])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client()
+        let request = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+
+        _ = try? await client.run(request)
+        let response = try await client.run(request)
+
+        let requests = script.requests.withLock { $0 }
+        #expect(requests.count == 3)
+        #expect(requests[1].header("Range") == "bytes=1000000-")
+        #expect(requests[2].header("Range") == nil)
+        #expect(requests[2].header("If-Range") == nil)
+        #expect(response.statusCode == 200)
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["big.bin"])
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "A response that cannot be resumed (no Accept-Ranges, no validator, a weak ETag) is downloaded again whole",
+        arguments: [
+            [ServerHeader(name: "ETag", value: etag)],
+            [ServerHeader(name: "Accept-Ranges", value: "bytes")],
+            [ServerHeader(name: "Accept-Ranges", value: "bytes"), ServerHeader(name: "ETag", value: "W/\"v1\"")],
+            [ServerHeader(name: "Accept-Ranges", value: "none"), ServerHeader(name: "ETag", value: etag)],
+        ])
+    func notResumable(headers: [ServerHeader]) async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = Script([
+            { _ in Self.cutOff(after: 1_000_000, headers: headers) },
+            { _ in .stream(status: 200, headers: headers, length: Self.size) },
+        ])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client()
+        let request = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+
+        await #expect(throws: NetworkClientError.self) { _ = try await client.run(request) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "nothing kept to resume")
+        let response = try await client.run(request)
+
+        #expect(script.requests.withLock { $0 }.last?.header("Range") == nil)
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Resuming uses Last-Modified in If-Range when the server sends no strong ETag")
+    func lastModifiedValidator() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let date = "Sun, 22 Nov 2026 08:00:00 GMT"
+        let headers = [
+            ServerHeader(name: "Accept-Ranges", value: "bytes"), ServerHeader(name: "Last-Modified", value: date),
+        ]
+        let script = Script([
+            { _ in Self.cutOff(after: 500_000, headers: headers) },
+            { request in
+                guard request.header("If-Range") == date, request.header("Range") == "bytes=500000-" else {
+                    return .respond(status: 400)
+                }
+                return .respond(
+                    status: 206,
+                    headers: [ServerHeader(name: "Content-Range", value: "bytes 500000-\(Self.size - 1)/\(Self.size)")],
+                    body: Self.bytes(500_000..<Self.size))
+            },
+        ])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client()
+        let request = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+
+        _ = try? await client.run(request)
+        let response = try await client.run(request)
+
+        #expect(response.statusCode == 206)
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A cancelled download keeps nothing: no partial file, and the next run asks for the whole resource")
+    func cancelledKeepsNothing() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = Script([
+            { _ in .stream(status: 200, headers: Self.resumable, length: Self.size, holdAfter: 100_000) },
+            { _ in .stream(status: 200, headers: Self.resumable, length: Self.size) },
+        ])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client()
+        let request = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+
+        let call = Task { try await client.run(request) }
+        try await Task.sleep(for: .milliseconds(300))
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+
+        let response = try await client.run(request)
+        #expect(script.requests.withLock { $0 }.last?.header("Range") == nil)
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A download that passes its totalTimeout keeps its bytes: the next run resumes")
+    func timedOutKeepsBytes() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = Script([
+            { _ in .stream(status: 200, headers: Self.resumable, length: Self.size, holdAfter: 800_000) },
+            Self.rest,
+        ])
+        let server = try LoopbackServer { script.answer($0) }
+        let client = server.client()
+        let destination = folder.appendingPathComponent("big.bin")
+
+        await #expect {
+            _ = try await client.run(
+                NetworkRequest<VoidRequest, DownloadedFile>(
+                    path: "big.bin", method: .get, totalTimeout: 1, downloadDestination: destination))
+        } throws: { error in
+            guard case NetworkClientError.transportFailed(let underlying) = error else { return false }
+            return (underlying as? URLError)?.code == .timedOut
+        }
+        let response = try await client.run(
+            NetworkRequest<VoidRequest, DownloadedFile>(path: "big.bin", method: .get, downloadDestination: destination)
+        )
+
+        #expect(script.requests.withLock { $0 }.last?.header("Range") == "bytes=800000-")
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+    }
+}
