@@ -281,7 +281,7 @@ struct DownloadResumeTests {
                     path: "big.bin", method: .get, totalTimeout: 1, downloadDestination: destination))
         } throws: { error in
             guard case NetworkClientError.transportFailed(let underlying) = error else { return false }
-            return (underlying as? URLError)?.code == .timedOut
+            return underlying.code == .timedOut
         }
         let response = try await client.run(
             NetworkRequest<VoidRequest, DownloadedFile>(path: "big.bin", method: .get, downloadDestination: destination)
@@ -289,5 +289,42 @@ struct DownloadResumeTests {
 
         #expect(script.requests.withLock { $0 }.last?.header("Range") == "bytes=800000-")
         #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "Downloads cancelled at random moments end whole or leave nothing: no partial file, no deadlock",
+        .timeLimit(.minutes(1)))
+    func cancelledAtRandom() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try LoopbackServer { _ in .stream(status: 200, headers: Self.resumable, length: 256_000) }
+        let client = server.client()
+        var generator = SystemRandomNumberGenerator()
+        let delays = (0..<200).map { _ in Int.random(in: 0...4_000, using: &generator) }
+        let finished = await withTaskGroup(of: String?.self) { group in
+            for (index, delay) in delays.enumerated() {
+                group.addTask {
+                    let name = "file-\(index).bin"
+                    let task = Task {
+                        try await client.run(
+                            NetworkRequest<VoidRequest, DownloadedFile>(
+                                method: .get, downloadDestination: folder.appendingPathComponent(name)))
+                    }
+                    try? await Task.sleep(for: .microseconds(delay))
+                    task.cancel()
+                    guard case .success(let response) = await task.result else { return nil }
+                    return response.value.byteCount == 256_000 ? name : "wrong size: \(name)"
+                }
+            }
+            return await group.reduce(into: Set<String>()) { if let name = $1 { $0.insert(name) } }
+        }
+        #expect(!finished.contains { $0.hasPrefix("wrong") })
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)) == finished)
+        // The same session still downloads afterwards.
+        let file = try await client.run(
+            NetworkRequest<VoidRequest, DownloadedFile>(
+                method: .get, downloadDestination: folder.appendingPathComponent("after.bin")))
+        #expect(try Data(contentsOf: file.value.url) == Self.bytes(0..<256_000))
     }
 }
