@@ -3,12 +3,17 @@ import Foundation
 /// The response model of a ``NetworkRequest`` whose body is streamed to a file, never held in memory:
 /// `NetworkRequest<VoidRequest, DownloadedFile>(path: "/video.mp4", method: .get)`.
 ///
-/// The file belongs to the caller: Courier moves it out of URLSession's temporary place to the request's
-/// ``NetworkRequest/downloadDestination``, or by default to a new folder under the user's caches directory
-/// (`Courier Downloads/<UUID>/<the server's file name>`), and never deletes it. A response whose status is not
-/// acceptable leaves no file behind: it throws ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``
-/// with the body (up to ``NetworkConfiguration/maximumResponseSize``) as `data`. Downloads are not subject to the
-/// size limit.
+/// The file belongs to the caller: Courier writes the body to a partial file beside the request's
+/// ``NetworkRequest/downloadDestination`` as it arrives and renames it there when complete, or by default puts it in a
+/// new folder under the user's caches directory (`Courier Downloads/<UUID>/<the server's file name>`), and never
+/// deletes it. A response whose status is not acceptable leaves no file behind: it throws
+/// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)`` with the body (up to
+/// ``NetworkConfiguration/maximumResponseSize``) as `data`. Downloads are not subject to the size limit.
+///
+/// A download that fails on its way, from a server that offers ranges (`Accept-Ranges: bytes` and a strong `ETag` or
+/// `Last-Modified`), keeps its bytes; the next run of the same request on the same configuration, by the caller or by
+/// ``NetworkClientProtocol/retrying(_:)``, asks only for the rest (`Range`, `If-Range`). A cancelled download keeps
+/// nothing. See <doc:Transfers> for the rules.
 public struct DownloadedFile: Decodable, Hashable, Sendable {
     /// Where the file is.
     public let url: URL
