@@ -255,14 +255,17 @@ final class DrivenTransfer: Expirable, Sendable {
         }
         if let failure { interrupt(.fileFailed(failure)) }
         if let progress { request.onProgress?(progress) }
-        if errorBodyIsFull { endWithErrorBody() }
+        if errorBodyIsFull { _ = endWithResponse() }
     }
 
-    /// An error's body reached the limit: the caller gets the response with what arrived, and the task is cancelled.
-    private func endWithErrorBody() {
-        if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
+    /// Resumes the caller with the response and the body received so far, and cancels the task; `false` when there is
+    /// no response yet, the transfer already ended, or a download's file is open. For an error's body that reached
+    /// the limit, and for a 401 that corelibs would hold forever (see `SessionDelegate`'s challenge handling).
+    func endWithResponse() -> Bool {
         let ended = state.withLock { state -> (CheckedContinuation<TransferResult, any Error>, ReceivedResponse)? in
-            guard !state.isComplete, let continuation = state.continuation, let response = state.response else {
+            guard !state.isComplete, state.interruption == nil, state.writer == nil,
+                let continuation = state.continuation, let response = state.response
+            else {
                 return nil
             }
             state.isComplete = true
@@ -271,9 +274,11 @@ final class DrivenTransfer: Expirable, Sendable {
             defer { state.body = Data() }
             return (continuation, ReceivedResponse(data: state.body, response: response))
         }
-        guard let (continuation, received) = ended else { return }
+        guard let (continuation, received) = ended else { return false }
+        if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
         continuation.resume(returning: .response(received))
         cancelTask()
+        return true
     }
 
     /// Closes a download's file when the transfer ends without it: kept for a later run of the same request when

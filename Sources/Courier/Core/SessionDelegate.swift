@@ -53,7 +53,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         }
     }
 
-    private func transfer(_ task: URLSessionTask) -> DrivenTransfer? {
+    func transfer(_ task: URLSessionTask) -> DrivenTransfer? {
         transfers.withLock { $0[task.taskIdentifier] }
     }
 

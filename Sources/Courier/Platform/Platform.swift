@@ -98,6 +98,22 @@ func drivenDelegateQueue() -> OperationQueue? {
 }
 
 #if canImport(FoundationNetworking)
+extension SessionDelegate {
+    /// A 401 with a `WWW-Authenticate` challenge corelibs can answer (Basic, Digest): the caller gets the 401 at once
+    /// when there is no credential to try, and corelibs' default handling runs off the work queue otherwise.
+    ///
+    /// corelibs (Swift 6.3) completes no such task when it has no credential for the protection space: its default
+    /// handling does nothing, and the caller waited until a total timeout. With a credential, it suspends and resumes
+    /// the task, which wait on the session's work queue, where callbacks run (see ``drivenDelegateQueue()``).
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        if challenge.proposedCredential == nil, transfer(task)?.endWithResponse() == true { return }
+        DispatchQueue.global().async { completionHandler(.performDefaultHandling, nil) }
+    }
+}
+
 /// An `OperationQueue` whose block operations run at once, on the caller's thread: see ``drivenDelegateQueue()``.
 /// Operation objects still go through `OperationQueue`.
 private final class InlineOperationQueue: OperationQueue, @unchecked Sendable {
