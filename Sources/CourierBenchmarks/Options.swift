@@ -110,22 +110,22 @@ struct Options: Sendable {
 
         Transfers (each in its own process, against a server in another; every byte checked):
           --transfers [--size BYTES] [--rounds N] [--json]
-                              run every scenario below as a child process, Courier and raw interleaved, N rounds
-                              (default \(TransferDriver.defaultRounds)), and print the median and range of peak RSS and
-                              wall time per scenario and the Courier/raw wall ratios; BYTES defaults to
-                              \(TransferDriver.defaultSize) (200 MiB). Fails if a transfer fails or a byte differs,
-                              never on timing
+                              every scenario below as a child process, Courier and raw interleaved, N rounds
+                              (default \(TransferDriver.defaultRounds)): median and range of peak RSS and wall time per
+                              scenario, and the Courier/raw wall ratios. BYTES: default \(TransferDriver.defaultSize)
+                              (200 MiB). Fails if a transfer fails or a byte differs, never on timing or memory
           --transfer SCENARIO [--size BYTES] [--base-url URL] [--json]
                               one transfer in this process, then one line: bytes, wall seconds (the transfer alone;
                               the payload file is written before the timer), peak RSS. Without --base-url a server is
-                              started in a child process. SCENARIO: \(transferNames)
+                              started in a child process. SCENARIO is one of
+                              \(transferNames)
           --serve-transfers   serve GET /bytes/<n> (n counting bytes; ETag, Last-Modified, Range and If-Range) and
                               POST|PUT /discard (the body read and dropped; answers {"received": n, "adler32": …}),
                               print the base URL, and serve until killed or until standard input, when it is a pipe,
                               is closed
         """
 
-    private static let transferNames = TransferScenario.allCases.map(\.rawValue).joined(separator: "|")
+    private static let transferNames = TransferScenario.allCases.map(\.rawValue).joined(separator: ", ")
 
     /// Parses the arguments after the program name.
     static func parse(_ arguments: [String]) throws -> Options {

@@ -21,7 +21,7 @@ enum TransferDriver {
     /// The order inside a group is reversed every other round.
     static let groups: [[TransferScenario]] = [
         [.courierDownload, .rawDownload],
-        [.courierUpload, .rawUpload],
+        [.courierUpload, .rawUpload, .rawUploadDelegate],
         [.courierMultipart, .rawMultipart, .rawMultipartStaged],
     ]
 
@@ -29,6 +29,7 @@ enum TransferDriver {
     static let pairs: [(courier: TransferScenario, raw: TransferScenario)] = [
         (.courierDownload, .rawDownload),
         (.courierUpload, .rawUpload),
+        (.courierUpload, .rawUploadDelegate),
         (.courierMultipart, .rawMultipart),
         (.courierMultipart, .rawMultipartStaged),
     ]

@@ -17,6 +17,10 @@ enum TransferScenario: String, Sendable, CaseIterable, Codable {
     case courierUpload = "courier-upload"
     /// `URLSession.upload(for:fromFile:)` of the same file.
     case rawUpload = "raw-upload"
+    /// Diagnostic: the same upload as a task without a completion handler, on a session whose delegate receives the
+    /// answer, as a client that reports upload progress (Courier's sessions) must run it on Linux: corelibs then
+    /// queues a `didSendBodyData` operation on the delegate queue for every piece of the body it hands to libcurl.
+    case rawUploadDelegate = "raw-upload-delegate"
     /// `NetworkRequest<MultipartFormData, DiscardReceipt>`: one text field and the generated file (staged by Courier
     /// in a temporary file, inside the timed call).
     case courierMultipart = "courier-multipart"
@@ -144,6 +148,10 @@ private struct Transfer {
             .value
         case .rawUpload:
             receipt = try await rawUpload(session, file: payload, contentType: "application/octet-stream")
+        case .rawUploadDelegate:
+            receipt = try await DelegateUpload.run(
+                uploadRequest(contentType: "application/octet-stream"), file: payload,
+                configuration: Target.sessionConfiguration(.default))
         case .courierMultipart:
             var form = MultipartFormData()
             form.append(Self.caption, name: "caption")
@@ -186,20 +194,20 @@ private struct Transfer {
         return url
     }
 
-    /// Raw `upload(for:fromFile:)` to `/discard`, with the headers Courier sends, and the answer decoded.
-    private func rawUpload(_ session: URLSession, file: URL, contentType: String) async throws -> DiscardReceipt {
+    /// `POST /discard` with the headers Courier sends.
+    private func uploadRequest(contentType: String) -> URLRequest {
         var request = URLRequest(url: url(TransferServer.discardPath))
         request.httpMethod = "POST"
         request.setValue(contentType, forHTTPHeaderField: "Content-Type")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let (data, response) = try await session.upload(for: request, fromFile: file)
-        try check(response)
-        return try JSONDecoder().decode(DiscardReceipt.self, from: data)
+        return request
     }
 
-    private func check(_ response: URLResponse) throws {
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard status == 200 else { throw BenchmarkError.badResponse("status \(status)") }
+    /// Raw `upload(for:fromFile:)` to `/discard`, and the answer decoded.
+    private func rawUpload(_ session: URLSession, file: URL, contentType: String) async throws -> DiscardReceipt {
+        let (data, response) = try await session.upload(for: uploadRequest(contentType: contentType), fromFile: file)
+        try check(response)
+        return try JSONDecoder().decode(DiscardReceipt.self, from: data)
     }
 
     /// Checks what the server received against the payload (and, for a form, its framing, rebuilt from the boundary
@@ -224,6 +232,55 @@ private struct Transfer {
                     + "\(expectedSize) bytes with \(hex(expectedChecksum))")
         }
         return expectedSize
+    }
+}
+
+/// Checks that an answer is a 200.
+private func check(_ response: URLResponse?) throws {
+    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+    guard status == 200 else { throw BenchmarkError.badResponse("status \(status)") }
+}
+
+/// `raw-upload-delegate`: an upload task without a completion handler on a session of its own whose delegate collects
+/// the answer (and is told of every piece sent, as corelibs tells any task delegate).
+private final class DelegateUpload: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // `answer` and `continuation` are guarded by `lock`.
+    private let lock = NSLock()
+    private var answer = Data()
+    private var continuation: CheckedContinuation<Data, any Error>?
+
+    static func run(_ request: URLRequest, file: URL, configuration: URLSessionConfiguration) async throws
+        -> DiscardReceipt
+    {
+        let delegate = DelegateUpload()
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let data = try await withCheckedThrowingContinuation { continuation in
+            delegate.lock.withLock { delegate.continuation = continuation }
+            session.uploadTask(with: request, fromFile: file).resume()
+        }
+        return try JSONDecoder().decode(DiscardReceipt.self, from: data)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        lock.withLock { answer.append(data) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (continuation, answer) = lock.withLock {
+            defer { self.continuation = nil }
+            return (self.continuation, self.answer)
+        }
+        if let error {
+            continuation?.resume(throwing: error)
+            return
+        }
+        do {
+            try check(task.response)
+            continuation?.resume(returning: answer)
+        } catch {
+            continuation?.resume(throwing: error)
+        }
     }
 }
 
