@@ -125,6 +125,8 @@ struct TransferReport: Encodable {
         let bodyBytes: Int
         let peakResidentMB: Spread
         let wallSeconds: Spread
+        /// The client process's CPU seconds during the transfer.
+        let cpuSeconds: Spread
         /// Body megabytes (10^6) per second at the median wall time.
         let megabytesPerSecond: Double
     }
@@ -134,6 +136,8 @@ struct TransferReport: Encodable {
         let raw: String
         /// Courier's wall time over raw's, round by round.
         let wallRatio: Spread
+        /// Courier's CPU time over raw's, round by round.
+        let cpuRatio: Spread
         /// Courier's median peak RSS minus raw's, in MB.
         let peakResidentDifferenceMB: Double
     }
@@ -161,14 +165,17 @@ struct TransferReport: Encodable {
             return Row(
                 scenario: scenario.rawValue, bodyBytes: first.bodyBytes,
                 peakResidentMB: Spread(runs.map { Double($0.peakResidentBytes) / 1e6 }), wallSeconds: wall,
+                cpuSeconds: Spread(runs.map(\.cpuSeconds)),
                 megabytesPerSecond: Double(first.bodyBytes) / wall.median / 1e6)
         }
         ratios = TransferDriver.pairs.compactMap { pair in
             guard let courier = results[pair.courier], let raw = results[pair.raw] else { return nil }
             let perRound = zip(courier, raw).map { $0.wallSeconds / $1.wallSeconds }
+            let cpuPerRound = zip(courier, raw).map { $0.cpuSeconds / $1.cpuSeconds }
             let peak = { (runs: [TransferResult]) in median(runs.map { Double($0.peakResidentBytes) / 1e6 }) }
             return Ratio(
                 courier: pair.courier.rawValue, raw: pair.raw.rawValue, wallRatio: Spread(perRound),
+                cpuRatio: Spread(cpuPerRound),
                 peakResidentDifferenceMB: peak(courier) - peak(raw))
         }
     }
@@ -182,23 +189,24 @@ struct TransferReport: Encodable {
                 + "server in another; \(rounds) rounds, Courier and raw interleaved, order reversed every other round.",
             "- Medians, with the range over the rounds in parentheses. MB = 10^6 bytes.",
             "",
-            "| scenario | peak RSS, MB | wall, s | MB/s |",
-            "| --- | --: | --: | --: |",
+            "| scenario | peak RSS, MB | wall, s | MB/s | client CPU, s |",
+            "| --- | --: | --: | --: | --: |",
         ]
         for row in rows {
             lines.append(
                 "| \(row.scenario) | \(row.peakResidentMB.text(digits: 1)) | \(row.wallSeconds.text(digits: 3)) | "
-                    + "\(format(row.megabytesPerSecond, digits: 0)) |")
+                    + "\(format(row.megabytesPerSecond, digits: 0)) | \(row.cpuSeconds.text(digits: 3)) |")
         }
         lines += [
             "",
-            "| Courier / raw | wall ratio (median of per-round ratios) | peak RSS difference, MB |",
-            "| --- | --: | --: |",
+            "| Courier / raw | wall ratio (median of per-round ratios) | CPU ratio | peak RSS difference, MB |",
+            "| --- | --: | --: | --: |",
         ]
         for ratio in ratios {
+            let difference = ratio.peakResidentDifferenceMB
             lines.append(
                 "| \(ratio.courier) / \(ratio.raw) | \(ratio.wallRatio.text(digits: 3)) | "
-                    + "\(ratio.peakResidentDifferenceMB >= 0 ? "+" : "")\(format(ratio.peakResidentDifferenceMB, digits: 1)) |"
+                    + "\(ratio.cpuRatio.text(digits: 3)) | \(difference >= 0 ? "+" : "")\(format(difference, digits: 1)) |"
             )
         }
         return lines.joined(separator: "\n")

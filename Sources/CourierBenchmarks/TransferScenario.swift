@@ -49,6 +49,9 @@ struct TransferResult: Codable, Sendable {
     /// The transfer alone, on the monotonic clock: from the call to its result (downloads: the file moved to its
     /// destination; uploads: the server's answer decoded).
     let wallSeconds: Double
+    /// The client process's CPU time (user and system, every thread) over the same span: less disturbed than wall
+    /// time by other work on the machine.
+    let cpuSeconds: Double
     /// The process's peak resident set at the end of the transfer.
     let peakResidentBytes: Int
     /// The process's peak resident set when the transfer started (payload prepared, client created).
@@ -58,7 +61,7 @@ struct TransferResult: Codable, Sendable {
     var line: String {
         let rate = Double(bodyBytes) / wallSeconds / 1_000_000
         return "\(scenario.rawValue): \(bytes) bytes in \(format(wallSeconds, digits: 3)) s "
-            + "(\(format(rate, digits: 0)) MB/s), peak RSS \(format(Double(peakResidentBytes) / 1e6, digits: 1)) MB "
+            + "(\(format(rate, digits: 0)) MB/s, CPU \(format(cpuSeconds, digits: 3)) s), peak RSS \(format(Double(peakResidentBytes) / 1e6, digits: 1)) MB "
             + "(\(format(Double(peakResidentBytesBefore) / 1e6, digits: 1)) MB before the transfer)"
     }
 }
@@ -124,6 +127,7 @@ private struct Transfer {
         let destination = folder.appendingPathComponent("download.bin")
 
         let before = peakResidentBytes()
+        let cpuStart = processCPUSeconds()
         let clock = ContinuousClock()
         let start = clock.now
         var receipt: DiscardReceipt?
@@ -173,6 +177,7 @@ private struct Transfer {
             receipt = try await rawUpload(session, file: staged, contentType: form.contentType)
         }
         let elapsed = clock.now - start
+        let cpu = processCPUSeconds() - cpuStart
         let peak = peakResidentBytes()
 
         // Not timed: every byte checked.
@@ -186,7 +191,7 @@ private struct Transfer {
         return TransferResult(
             scenario: scenario, bytes: size, bodyBytes: bodyBytes,
             wallSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-            peakResidentBytes: peak, peakResidentBytesBefore: before)
+            cpuSeconds: cpu, peakResidentBytes: peak, peakResidentBytesBefore: before)
     }
 
     private func url(_ path: String) -> URL {
