@@ -44,5 +44,16 @@ private func run(_ options: Options) async throws {
         try await InstructionCheck.run(baselinePath: baseline, update: update, count: count)
     case .outbox:
         try await runOutboxBenchmark(rounds: options.rounds ?? (options.quick ? 1 : 5))
+    case .serveTransfers:
+        let server = try TransferServer.start()
+        FileHandle.standardOutput.write(Data((server.baseURL.absoluteString + "\n").utf8))
+        try await TransferServer.serveUntilStandardInputCloses()
+    case .transfer(let scenario):
+        try await runTransfer(
+            scenario, size: options.size ?? TransferDriver.defaultSize, baseURL: options.baseURL, json: options.json)
+    case .transfers:
+        try await TransferDriver.run(
+            size: options.size ?? TransferDriver.defaultSize, rounds: options.rounds ?? TransferDriver.defaultRounds,
+            json: options.json)
     }
 }

@@ -19,6 +19,12 @@ struct Options: Sendable {
         case checkInstructions(baseline: String, update: Bool, count: Int)
         /// The outbox's durable enqueue rate and its sending cost against `sequential()`.
         case outbox
+        /// Serve `GET /bytes/<n>` and `POST|PUT /discard` in this process for the transfer scenarios.
+        case serveTransfers
+        /// One transfer in this process; prints its wall time and the process's peak resident set.
+        case transfer(TransferScenario)
+        /// Every transfer scenario in child processes, in rounds, against a server in another child process.
+        case transfers
     }
 
     /// The client whose loop `--profile` runs.
@@ -48,6 +54,8 @@ struct Options: Sendable {
     var quick = false
     var baseURL: String?
     var rounds: Int?
+    /// The payload of the transfer modes, in bytes.
+    var size: Int?
 
     /// The default number of rounds of a full run, and the fewest allowed without `--quick`.
     static let defaultRounds = 9
@@ -99,7 +107,25 @@ struct Options: Sendable {
           --outbox [--rounds N] [--quick]
                               durable Outbox enqueues per second from 1 and 16 callers, and small POSTs sent through
                               the outbox against sequential() (medians of N rounds, default 5; --quick: 1)
+
+        Transfers (each in its own process, against a server in another; every byte checked):
+          --transfers [--size BYTES] [--rounds N] [--json]
+                              every scenario below as a child process, Courier and raw interleaved, N rounds
+                              (default \(TransferDriver.defaultRounds)): median and range of peak RSS and wall time per
+                              scenario, and the Courier/raw wall ratios. BYTES: default \(TransferDriver.defaultSize)
+                              (200 MiB). Fails if a transfer fails or a byte differs, never on timing or memory
+          --transfer SCENARIO [--size BYTES] [--base-url URL] [--json]
+                              one transfer in this process, then one line: bytes, wall seconds (the transfer alone;
+                              the payload file is written before the timer), peak RSS. Without --base-url a server is
+                              started in a child process. SCENARIO is one of
+                              \(transferNames)
+          --serve-transfers   serve GET /bytes/<n> (n counting bytes; ETag, Last-Modified, Range and If-Range) and
+                              POST|PUT /discard (the body read and dropped; answers {"received": n, "adler32": …}),
+                              print the base URL, and serve until killed or until standard input, when it is a pipe,
+                              is closed
         """
+
+    private static let transferNames = TransferScenario.allCases.map(\.rawValue).joined(separator: ", ")
 
     /// Parses the arguments after the program name.
     static func parse(_ arguments: [String]) throws -> Options {
@@ -129,6 +155,15 @@ struct Options: Sendable {
             case "--write-fixtures": options.mode = .writeFixtures(directory: try value(for: argument))
             case "--serve": options.mode = .serve
             case "--outbox": options.mode = .outbox
+            case "--serve-transfers": options.mode = .serveTransfers
+            case "--transfers": options.mode = .transfers
+            case "--size": options.size = try number(for: argument, minimum: 1)
+            case "--transfer":
+                let name = try value(for: argument)
+                guard let scenario = TransferScenario(rawValue: name) else {
+                    throw BenchmarkError.usage("--transfer takes one of \(transferNames), not \(name)")
+                }
+                options.mode = .transfer(scenario)
             case "--count": count = try number(for: argument, minimum: 0)
             case "--profile":
                 let name = try value(for: argument)

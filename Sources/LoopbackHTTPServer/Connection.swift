@@ -146,6 +146,8 @@ final class Connection {
 
     private enum BodyResult {
         case body(Data)
+        /// Read and dropped (``RequestBodyMode/discard``).
+        case discarded(DiscardedRequestBody)
         case closed
         case malformed
         case tooLarge
@@ -211,6 +213,49 @@ final class Connection {
         }
     }
 
+    // MARK: Discarding request bodies
+
+    /// Reads a body of `framing` piece by piece and keeps only its size and Adler-32 (``RequestBodyMode/discard``):
+    /// memory stays flat, and there is no size limit.
+    private func discardBody(_ framing: BodyFraming) -> BodyResult {
+        var checksum = Adler32()
+        var byteCount = 0
+        /// Consumes the next `count` body bytes; false if the client went away first.
+        func consume(_ count: Int) -> Bool {
+            var remaining = count
+            while remaining > 0 {
+                if start == end { guard fill() else { return false } }
+                let take = min(remaining, end - start)
+                checksum.update(UnsafeRawBufferPointer(start: buffer + start, count: take))
+                start += take
+                remaining -= take
+                byteCount += take
+            }
+            return true
+        }
+        switch framing {
+        case .none:
+            break
+        case .length(let length):
+            guard consume(length) else { return .closed }
+        case .chunked:
+            chunks: while true {
+                guard let sizeLine = readLine() else { return .closed }
+                guard let size = parseChunkSize(sizeLine) else { return .malformed }
+                if size == 0 {
+                    while true {
+                        guard let trailer = readLine() else { return .closed }
+                        if trailer.isEmpty { break chunks }
+                    }
+                }
+                guard consume(size) else { return .closed }
+                guard let terminator = readLine() else { return .closed }
+                guard terminator.isEmpty else { return .malformed }
+            }
+        }
+        return .discarded(DiscardedRequestBody(byteCount: byteCount, adler32: checksum.value))
+    }
+
     // MARK: Serving
 
     private func serveOneRequest() -> Next {
@@ -226,7 +271,8 @@ final class Connection {
             return .close
         }
 
-        if case .length(let length) = head.framing, length > Self.maximumBodySize {
+        let bodyMode = core.requestBodyMode(head.method, head.path)
+        if bodyMode == .buffer, case .length(let length) = head.framing, length > Self.maximumBodySize {
             sendErrorAndClose(413)
             return .close
         }
@@ -235,8 +281,12 @@ final class Connection {
         }
 
         let body: Data
-        switch readBody(head.framing) {
+        var discardedBody: DiscardedRequestBody?
+        switch bodyMode == .discard ? discardBody(head.framing) : readBody(head.framing) {
         case .body(let data): body = data
+        case .discarded(let summary):
+            body = Data()
+            discardedBody = summary
         case .closed: return .close
         case .malformed:
             sendErrorAndClose(400)
@@ -254,7 +304,8 @@ final class Connection {
             ServerRequest(
                 method: head.method, target: head.target, rawPath: head.rawPath, path: head.path,
                 rawQuery: head.rawQuery, queryItems: head.queryItems, headers: head.headers, body: body,
-                formItems: formItems, connectionID: connectionID, sequenceNumber: sequenceNumber
+                discardedBody: discardedBody, formItems: formItems, connectionID: connectionID,
+                sequenceNumber: sequenceNumber
             )
         }
         let (next, clientClosed) = perform(core.handler(request), request: request, head: head)
@@ -318,11 +369,11 @@ final class Connection {
             }
             return (close ? .close : .keepAlive, false)
 
-        case .stream(let status, let headers, let length, let chunked, let declaredLength, let holdAfter):
+        case .stream(let status, let headers, let length, let chunked, let declaredLength, let holdAfter, let offset):
             let declared = chunked ? length : (declaredLength ?? length)
             return sendGenerated(
-                .counting(length: max(0, length)), status: status, headers: headers, chunked: chunked,
-                declaredLength: declared, holdAfter: holdAfter, head: head)
+                .counting(length: max(0, length), offset: max(0, offset)), status: status, headers: headers,
+                chunked: chunked, declaredLength: declared, holdAfter: holdAfter, head: head)
 
         case .gzipBomb(let expandedSize, let status, let extraHeaders, let holdAfter):
             let bomb = GzipZeros(expandedSize: max(0, expandedSize))

@@ -31,9 +31,10 @@ struct GeneratedBody {
         self.suffix = suffix
     }
 
-    /// `length` bytes where byte `i` is `UInt8(i % 251)` (a prime period, so that misplaced pieces show).
-    static func counting(length: Int) -> GeneratedBody {
-        GeneratedBody(pattern: (0..<251).map { UInt8($0) }, periodicLength: length)
+    /// `length` bytes where byte `i` is `UInt8((offset + i) % 251)` (a prime period, so that misplaced pieces show).
+    static func counting(length: Int, offset: Int = 0) -> GeneratedBody {
+        let phase = offset % 251
+        return GeneratedBody(pattern: (0..<251).map { UInt8(($0 + phase) % 251) }, periodicLength: length)
     }
 
     /// Copies up to `capacity` bytes starting at `offset` into `destination`; returns how many were copied.

@@ -39,9 +39,16 @@ public final class LoopbackServer: Sendable {
     /// - Parameters:
     ///   - host: A numeric IPv4 or IPv6 address, or "localhost" (bound as 127.0.0.1). Any 127/8 address works on
     ///     Linux (e.g. "127.0.0.2", to get a second origin); macOS only configures 127.0.0.1 by default.
+    ///   - requestBodyMode: Chooses, from a request's method and percent-decoded path, whether its body is kept in
+    ///     ``ServerRequest/body`` or discarded as it arrives (``RequestBodyMode``); every body is kept by default.
     ///   - handler: Decides the response for each request; runs on the connection's thread.
     /// - Throws: `LoopbackServerError` if the address is invalid or the socket cannot be bound.
-    public init(host: String = "127.0.0.1", handler: @escaping @Sendable (ServerRequest) -> ServerResponse) throws {
+    public init(
+        host: String = "127.0.0.1",
+        requestBodyMode: @escaping @Sendable (_ method: String, _ path: String) -> RequestBodyMode = { _, _ in .buffer
+        },
+        handler: @escaping @Sendable (ServerRequest) -> ServerResponse
+    ) throws {
         let (fd, port) = try Self.openListener(host: host)
         let authority = host.contains(":") ? "[\(host)]" : host
         guard let base = URL(string: "http://\(authority):\(port)") else {
@@ -49,7 +56,7 @@ public final class LoopbackServer: Sendable {
             throw LoopbackServerError(operation: "make base URL", code: 0)
         }
         do {
-            core = try ServerCore(listenFD: fd, handler: handler)
+            core = try ServerCore(listenFD: fd, requestBodyMode: requestBodyMode, handler: handler)
         } catch {
             closeSocket(fd)
             throw error

@@ -12,6 +12,8 @@ import Darwin
 final class ServerCore: Sendable {
     let state = ServerState()
     let handler: @Sendable (ServerRequest) -> ServerResponse
+    /// Chooses how each request's body is received, from its method and path.
+    let requestBodyMode: @Sendable (_ method: String, _ path: String) -> RequestBodyMode
     let listenFD: Int32
     let wakeReadFD: Int32
     let wakeWriteFD: Int32
@@ -20,7 +22,11 @@ final class ServerCore: Sendable {
 
     private static let threadTokenKey = "LoopbackHTTPServer.threadToken"
 
-    init(listenFD: Int32, handler: @escaping @Sendable (ServerRequest) -> ServerResponse) throws {
+    init(
+        listenFD: Int32,
+        requestBodyMode: @escaping @Sendable (_ method: String, _ path: String) -> RequestBodyMode,
+        handler: @escaping @Sendable (ServerRequest) -> ServerResponse
+    ) throws {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else {
             throw LoopbackServerError(operation: "pipe", code: errno)
@@ -31,6 +37,7 @@ final class ServerCore: Sendable {
         self.wakeReadFD = pipeFDs[0]
         self.wakeWriteFD = pipeFDs[1]
         self.handler = handler
+        self.requestBodyMode = requestBodyMode
         self.threadToken = Int(bitPattern: UInt(bitPattern: ObjectIdentifier(state)))
     }
 

@@ -44,8 +44,10 @@ public struct ServerRequest: Sendable {
     public let queryItems: [ServerQueryItem]
     /// All header fields in received order.
     public let headers: [ServerHeader]
-    /// The request body, de-chunked if it was sent with `Transfer-Encoding: chunked`.
+    /// The request body, de-chunked if it was sent with `Transfer-Encoding: chunked`; empty when it was discarded.
     public let body: Data
+    /// The size and checksum of the body when the server discarded it (``RequestBodyMode/discard``), else `nil`.
+    public let discardedBody: DiscardedRequestBody?
     /// The body parsed like `queryItems` when Content-Type is `application/x-www-form-urlencoded`, else empty.
     public let formItems: [ServerQueryItem]
     /// The 0-based number of the accepted connection the request arrived on.

@@ -22,7 +22,8 @@ public enum ServerResponse: Sendable {
     /// A redirect with a `Location` header, extra `headers` and an empty body. `location` is sent verbatim, whatever
     /// its scheme (e.g. `file:///etc/passwd`), and any status works (301, 302, 303, 307, 308).
     case redirect(status: Int = 302, location: String, headers: [ServerHeader] = [])
-    /// A body of `length` bytes generated while it is sent, never held in memory: byte `i` is `UInt8(i % 251)`.
+    /// A body of `length` bytes generated while it is sent, never held in memory: byte `i` is
+    /// `UInt8((offset + i) % 251)`, that is bytes `offset..<offset + length` of one endless counting sequence.
     ///
     /// - `chunked`: sent with `Transfer-Encoding: chunked` (chunks of up to 64 KiB) instead of `Content-Length`.
     /// - `declaredLength`: the `Content-Length` to declare instead of `length` (a lie); ignored when `chunked`. When
@@ -30,12 +31,14 @@ public enum ServerResponse: Sendable {
     /// - `holdAfter`: send only the first `holdAfter` body bytes, then send nothing more and keep the connection open
     ///   until the client closes it or the server stops. This bounds what a client that ignores size limits can
     ///   receive, and shows whether it gave up on the declared size alone.
+    /// - `offset`: where in the counting sequence the body starts (0 by default); ``CountingResource`` uses it to
+    ///   answer ranged GETs.
     ///
     /// The bytes handed to the socket are counted in `LoopbackServer.bodyBytesSent`; a client that goes away stops
     /// the stream and is counted in `clientClosedCount`.
     case stream(
         status: Int = 200, headers: [ServerHeader] = [], length: Int, chunked: Bool = false,
-        declaredLength: Int? = nil, holdAfter: Int? = nil)
+        declaredLength: Int? = nil, holdAfter: Int? = nil, offset: Int = 0)
     /// A `Content-Encoding: gzip` body (`Content-Type: application/octet-stream`) that inflates to `expandedSize`
     /// zero bytes: a compression bomb, generated while it is sent, without zlib.
     ///
