@@ -175,7 +175,7 @@ func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> 
     // What a user gets from `NetworkConfiguration(sessionConfiguration:)`: each side on its own `.default` session.
     let rawOwn = clients.rawOwnSession
     let courierOwn = clients.courierOwnSession
-    for concurrency in [1, 16] {
+    for concurrency in [1, 16, 64] {
         result.append(
             Comparison(
                 scenario: "small GET, own .default session",
