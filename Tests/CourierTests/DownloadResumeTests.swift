@@ -32,6 +32,11 @@ struct DownloadResumeTests {
             body: bytes(start..<size))
     }
 
+    /// A GET of the resource to `big.bin` in `folder`.
+    static func download(to folder: URL) -> NetworkRequest<VoidRequest, DownloadedFile> {
+        NetworkRequest(path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+    }
+
     /// A fresh, empty folder for one test's files.
     static func scratchFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -47,6 +52,16 @@ struct DownloadResumeTests {
 
         init(_ answers: [@Sendable (ServerRequest) -> ServerResponse]) {
             self.answers = answers
+        }
+
+        /// The server answering with this script, kept for as long as the script.
+        private let server = Locked<LoopbackServer?>(nil)
+
+        /// Starts a server that answers with this script, and a client of it.
+        func client() throws -> NetworkClient {
+            let started = try LoopbackServer { self.answer($0) }
+            server.withLock { $0 = started }
+            return started.client()
         }
 
         func answer(_ request: ServerRequest) -> ServerResponse {
@@ -133,10 +148,8 @@ struct DownloadResumeTests {
             { _ in Self.cutOff(after: 1_000_000) },
             { _ in .respond(status: 200, headers: [ServerHeader(name: "ETag", value: "\"v2\"")], body: newBody) },
         ])
-        let server = try LoopbackServer { script.answer($0) }
-        let client = server.client()
-        let request = NetworkRequest<VoidRequest, DownloadedFile>(
-            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+        let client = try script.client()
+        let request = Self.download(to: folder)
 
         _ = try? await client.run(request)
         let response = try await client.run(request)
@@ -157,10 +170,8 @@ struct DownloadResumeTests {
             { _ in .respond(status: 416, headers: [ServerHeader(name: "Content-Range", value: "bytes */10")]) },
             { _ in .stream(status: 200, headers: Self.resumable, length: Self.size) },
         ])
-        let server = try LoopbackServer { script.answer($0) }
-        let client = server.client()
-        let request = NetworkRequest<VoidRequest, DownloadedFile>(
-            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+        let client = try script.client()
+        let request = Self.download(to: folder)
 
         _ = try? await client.run(request)
         let response = try await client.run(request)
@@ -191,10 +202,8 @@ struct DownloadResumeTests {
             { _ in Self.cutOff(after: 1_000_000, headers: headers) },
             { _ in .stream(status: 200, headers: headers, length: Self.size) },
         ])
-        let server = try LoopbackServer { script.answer($0) }
-        let client = server.client()
-        let request = NetworkRequest<VoidRequest, DownloadedFile>(
-            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+        let client = try script.client()
+        let request = Self.download(to: folder)
 
         await #expect(throws: NetworkClientError.self) { _ = try await client.run(request) }
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "nothing kept to resume")
@@ -225,10 +234,8 @@ struct DownloadResumeTests {
                     body: Self.bytes(500_000..<Self.size))
             },
         ])
-        let server = try LoopbackServer { script.answer($0) }
-        let client = server.client()
-        let request = NetworkRequest<VoidRequest, DownloadedFile>(
-            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+        let client = try script.client()
+        let request = Self.download(to: folder)
 
         _ = try? await client.run(request)
         let response = try await client.run(request)
@@ -246,10 +253,8 @@ struct DownloadResumeTests {
             { _ in .stream(status: 200, headers: Self.resumable, length: Self.size, holdAfter: 100_000) },
             { _ in .stream(status: 200, headers: Self.resumable, length: Self.size) },
         ])
-        let server = try LoopbackServer { script.answer($0) }
-        let client = server.client()
-        let request = NetworkRequest<VoidRequest, DownloadedFile>(
-            path: "big.bin", method: .get, downloadDestination: folder.appendingPathComponent("big.bin"))
+        let client = try script.client()
+        let request = Self.download(to: folder)
 
         let call = Task { try await client.run(request) }
         try await Task.sleep(for: .milliseconds(300))
