@@ -15,6 +15,11 @@ enum Scenario: String, CaseIterable {
     case massCancelDefault = "mass-cancel-default"
     /// The same with `NetworkConfiguration(session: .shared, baseURL:)` (corelibs' shared session has a URLCache).
     case massCancelShared = "mass-cancel-shared"
+    /// The caller's own code on Courier's session and in its callbacks, calling URLSession synchronously: an
+    /// `onProgress` that creates tasks, the "cancel every task" idiom through `getAllTasks`, completion handlers that
+    /// start the next request, and `flush`. On Linux Courier's callbacks run on the queue every session shares, where
+    /// such a call traps; each must complete and the process survive.
+    case callersCode = "callers-code"
 }
 
 /// The parsed command line.
@@ -101,6 +106,7 @@ private func run(_ options: ProbeOptions) async -> (Bool, String) {
     case .massCancelShared:
         let configuration = NetworkConfiguration(session: .shared, baseURL: server.baseURL)
         return await massCancel(configuration, server: server, options: options)
+    case .callersCode: return await callersCode()
     }
 }
 
@@ -239,4 +245,91 @@ private func massCancel(
         return (false, summary + "; first: " + tally.other.prefix(3).joined(separator: "; "))
     }
     return (true, summary)
+}
+
+/// See ``Scenario/callersCode``.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func callersCode() async -> (Bool, String) {
+    let server: LoopbackServer
+    do {
+        server = try LoopbackServer { request in
+            switch request.path {
+            case "/big": .stream(status: 200, length: 2_000_000)
+            case "/held": .stream(status: 200, length: 10_000_000, holdAfter: 100_000)
+            default: .respond(status: 200, body: Data("ok".utf8))
+            }
+        }
+    } catch {
+        return (false, "could not start the loopback server: \(error)")
+    }
+    defer { server.stop() }
+    let configuration = NetworkConfiguration(baseURL: server.baseURL)
+    let client = NetworkClient(configuration: configuration)
+    let session = configuration.session
+    var failures: [String] = []
+
+    progress("step: onProgress creates tasks on URLSession.shared and on Courier's session")
+    let created = Locked(0)
+    do {
+        _ = try await client.run(
+            NetworkRequest<VoidRequest, Data>(
+                path: "big", method: .get,
+                onProgress: { _ in
+                    guard created.withLock({ $0 }) < 3 else { return }
+                    _ = URLSession.shared.dataTask(with: server.baseURL)
+                    _ = session.dataTask(with: server.baseURL)
+                    created.withLock { $0 += 1 }
+                }))
+    } catch {
+        failures.append("onProgress: \(error)")
+    }
+
+    progress("step: getAllTasks cancels the request in flight")
+    let held = Task { try await client.run(NetworkRequest<VoidRequest, Data>(path: "held", method: .get)) }
+    try? await Task.sleep(for: .milliseconds(300))
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        session.getAllTasks { tasks in
+            for task in tasks { task.cancel() }
+            done.resume()
+        }
+    }
+    if case .success = await held.result { failures.append("getAllTasks: the held request was not cancelled") }
+
+    progress("step: a completion handler starts the next request")
+    let chained = await withCheckedContinuation { (done: CheckedContinuation<Int?, Never>) in
+        session.dataTask(with: server.baseURL) { _, _, _ in
+            session.dataTask(with: server.baseURL) { _, response, _ in
+                done.resume(returning: (response as? HTTPURLResponse)?.statusCode)
+            }.resume()
+        }.resume()
+    }
+    if chained != 200 { failures.append("chained completion handlers: \(String(describing: chained))") }
+
+    progress("step: flush, then a task from its completion handler")
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        session.flush {
+            _ = session.dataTask(with: server.baseURL)
+            done.resume()
+        }
+    }
+    return failures.isEmpty
+        ? (true, "4 steps of the caller's code on Courier's session, none trapped or hung")
+        : (false, failures.joined(separator: "; "))
+}
+
+/// A value behind a lock, for the probe's callbacks.
+private final class Locked<Value: Sendable>: @unchecked Sendable {
+    // `value` is only read or written while `lock` is held.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
 }

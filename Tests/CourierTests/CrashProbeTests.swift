@@ -25,6 +25,12 @@ struct CrashProbeTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("The caller's code on Courier's session and in onProgress may call URLSession synchronously")
+    func callersCode() async throws {
+        try await expectProbe("callers-code", timeLimit: .seconds(60))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("5,000 requests cancelled at random with NetworkConfiguration(baseURL:) end in success or cancellation")
     func massCancelDefault() async throws {
         try await MemoryHeavyTests.exclusively {

@@ -257,7 +257,10 @@ struct DownloadResumeTests {
         let request = Self.download(to: folder)
 
         let call = Task { try await client.run(request) }
-        try await Task.sleep(for: .milliseconds(300))
+        // Cancelled while the body is being written: its partial file is there.
+        while try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
@@ -303,7 +306,13 @@ struct DownloadResumeTests {
     func cancelledAtRandom() async throws {
         let folder = try Self.scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try LoopbackServer { _ in .stream(status: 200, headers: Self.resumable, length: 256_000) }
+        // Every other download stops sending at some point of its body, so that the cancellation lands mid-body.
+        let server = try LoopbackServer { request in
+            guard let index = Int(request.path.dropFirst("/file-".count)), index % 2 == 1 else {
+                return .stream(status: 200, headers: Self.resumable, length: 256_000)
+            }
+            return .stream(status: 200, headers: Self.resumable, length: 256_000, holdAfter: index * 1_237 % 256_000)
+        }
         let client = server.client()
         var generator = SystemRandomNumberGenerator()
         let delays = (0..<200).map { _ in Int.random(in: 0...4_000, using: &generator) }
@@ -314,7 +323,8 @@ struct DownloadResumeTests {
                     let task = Task {
                         try await client.run(
                             NetworkRequest<VoidRequest, DownloadedFile>(
-                                method: .get, downloadDestination: folder.appendingPathComponent(name)))
+                                path: "file-\(index)", method: .get,
+                                downloadDestination: folder.appendingPathComponent(name)))
                     }
                     try? await Task.sleep(for: .microseconds(delay))
                     task.cancel()
@@ -325,11 +335,132 @@ struct DownloadResumeTests {
             return await group.reduce(into: Set<String>()) { if let name = $1 { $0.insert(name) } }
         }
         #expect(!finished.contains { $0.hasPrefix("wrong") })
+        #expect(!finished.contains { Int($0.dropFirst("file-".count).dropLast(".bin".count))! % 2 == 1 })
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)) == finished)
         // The same session still downloads afterwards.
         let file = try await client.run(
             NetworkRequest<VoidRequest, DownloadedFile>(
                 method: .get, downloadDestination: folder.appendingPathComponent("after.bin")))
         #expect(try Data(contentsOf: file.value.url) == Self.bytes(0..<256_000))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "A 206 that does not continue the kept bytes (another range, another ETag, too short) starts over at once",
+        arguments: [
+            "bytes 0-2999999/3000000",  // starts at 0, not where the kept bytes end
+            "bytes 1000000-1999999/3000000",  // ends before the end of the resource
+            "bytes 1000000-2999999/3000001",  // another length than the first response's
+        ])
+    func staleRangeStartsOver(contentRange: String) async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = Script([
+            { _ in Self.cutOff(after: 1_000_000) },
+            // The stale range's body stalls after 200 kB: only cancelling it lets the call go on.
+            { _ in
+                .stream(
+                    status: 206, headers: Self.resumable + [ServerHeader(name: "Content-Range", value: contentRange)],
+                    length: Self.size, holdAfter: 200_000)
+            },
+            { _ in .stream(status: 200, headers: Self.resumable, length: Self.size) },
+        ])
+        let client = try script.client()
+        _ = try? await client.run(Self.download(to: folder))
+
+        let response = try await client.run(Self.download(to: folder))
+
+        let requests = script.requests.withLock { $0 }
+        #expect(requests.count == 3)
+        #expect(requests.last?.header("Range") == nil)
+        #expect(response.statusCode == 200)
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A 206 of another representation (a server that ignores If-Range) is never spliced onto the kept bytes")
+    func changedValidatorOn206() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let newBody = Data(repeating: 0xEE, count: Self.size)
+        let v2 = [ServerHeader(name: "Accept-Ranges", value: "bytes"), ServerHeader(name: "ETag", value: "\"v2\"")]
+        let script = Script([
+            { _ in Self.cutOff(after: 1_000_000) },
+            { _ in
+                .respond(
+                    status: 206,
+                    headers: v2 + [
+                        ServerHeader(name: "Content-Range", value: "bytes 1000000-\(Self.size - 1)/\(Self.size)")
+                    ],
+                    body: newBody.suffix(Self.size - 1_000_000))
+            },
+            { _ in .respond(status: 200, headers: v2, body: newBody) },
+        ])
+        let client = try script.client()
+        _ = try? await client.run(Self.download(to: folder))
+
+        let response = try await client.run(Self.download(to: folder))
+
+        #expect(script.requests.withLock { $0 }.count == 3)
+        #expect(try Data(contentsOf: response.value.url) == newBody)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A resumed download cut off again keeps every byte so far, though its 206 repeats no validator")
+    func cutOffTwice() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let range = "bytes 1000000-\(Self.size - 1)/\(Self.size)"
+        let script = Script([
+            { _ in Self.cutOff(after: 1_000_000) },
+            { _ in
+                .stream(
+                    status: 206, headers: [ServerHeader(name: "Content-Range", value: range)], length: 500_000,
+                    declaredLength: Self.size - 1_000_000, offset: 1_000_000)
+            },
+            Self.rest,
+        ])
+        let client = try script.client()
+        _ = try? await client.run(Self.download(to: folder))
+        _ = try? await client.run(Self.download(to: folder))
+
+        let response = try await client.run(Self.download(to: folder))
+
+        #expect(script.requests.withLock { $0 }.last?.header("Range") == "bytes=1500000-")
+        #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A 401 with a Basic challenge on a download that accepts 401 ends at once with the file")
+    func acceptedUnauthorizedDownload() async throws {
+        let folder = try Self.scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try LoopbackServer { _ in
+            .respond(
+                status: 401, headers: [ServerHeader(name: "WWW-Authenticate", value: #"Basic realm="api""#)],
+                body: Data("denied".utf8))
+        }
+        let destination = folder.appendingPathComponent("answer.txt")
+
+        let response = try await server.client().run(
+            NetworkRequest<VoidRequest, DownloadedFile>(
+                path: "f", method: .get, totalTimeout: 60, acceptableStatusCodes: [200, 401],
+                downloadDestination: destination))
+
+        #expect(response.statusCode == 401)
+        #expect(try Data(contentsOf: destination) == Data("denied".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["answer.txt"])
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A server's file name cannot leave its folder: '..', '.', hidden and path-like names become plain names")
+    func serverFileNames() {
+        #expect(DownloadTarget.safeFileName("..") == "download")
+        #expect(DownloadTarget.safeFileName(".") == "download")
+        #expect(DownloadTarget.safeFileName(".profile") == "download")
+        #expect(DownloadTarget.safeFileName("") == "download")
+        #expect(DownloadTarget.safeFileName(nil) == "download")
+        #expect(DownloadTarget.safeFileName("a/../b.pdf") == "b.pdf")
+        #expect(DownloadTarget.safeFileName("report.pdf") == "report.pdf")
     }
 }

@@ -237,6 +237,44 @@ struct TransferTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "A progress handler that blocks holds up no other call, and the call ends after its last report",
+        .timeLimit(.minutes(1)))
+    func blockingProgressHandler() async throws {
+        let server = try LoopbackServer { request in
+            request.path == "/big"
+                ? .stream(status: 200, length: 2_000_000) : .respond(status: 200, body: Data("ok".utf8))
+        }
+        let other = try LoopbackServer { _ in .respond(status: 200, body: Data("ok".utf8)) }
+        let release = DispatchSemaphore(value: 0)
+        let reports = Locked<[Int64]>([])
+        let download = Task {
+            try await server.client().run(
+                NetworkRequest<VoidRequest, Data>(
+                    path: "big", method: .get,
+                    onProgress: { progress in
+                        let first = reports.withLock { reports in
+                            reports.append(progress.bytesReceived)
+                            return reports.count == 1
+                        }
+                        if first { release.wait() }  // Blocks until the other calls are done.
+                    }))
+        }
+        while reports.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
+
+        // The handler is blocked: another configuration, and the same one, still get their answers.
+        #expect(try await other.client().run(NetworkRequest<VoidRequest, String>(method: .get)).value == "ok")
+        #expect(try await server.client().run(NetworkRequest<VoidRequest, String>(method: .get)).value == "ok")
+        release.signal()
+
+        let body = try await download.value.value
+        #expect(body.count == 2_000_000)
+        let received = reports.withLock { $0 }
+        #expect(received.last == 2_000_000, "the call ended after its last report")
+        #expect(received == received.sorted())
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("retrying() sends a file upload again, whole, after a 503")
     func retriedUpload() async throws {
         let folder = try Self.scratchFolder()

@@ -75,6 +75,8 @@ final class DrivenTransfer: Expirable, Sendable {
         var refusal: String?
         /// The file a download's acceptable body is written to.
         var writer: DownloadWriter?
+        /// Why a transfer the task completed without error failed all the same (a download shorter than announced).
+        var transferError: URLError?
         /// The download's body is not acceptable and its first `maximumResponseSize` bytes are in `body`: the rest is
         /// not read.
         var errorBodyIsFull = false
@@ -91,10 +93,14 @@ final class DrivenTransfer: Expirable, Sendable {
     private var limits: TransferLimits { request.limits }
     private let state = Locked(State())
 
+    /// Delivers progress to the request's handler, if it has one.
+    private let reporter: ProgressReporter?
+
     init(task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil) {
         self.task = task
         self.request = request
         self.resume = resume
+        self.reporter = request.onProgress.map(ProgressReporter.init)
     }
 
     /// Resumes the task; `continuation` receives the outcome once the delegate reports completion.
@@ -150,7 +156,7 @@ final class DrivenTransfer: Expirable, Sendable {
             return (false, state.progress)
         }
         if overLimit { interrupt(.tooLarge) }
-        if let progress { request.onProgress?(progress) }
+        if let progress { reporter?.report(progress) }
     }
 
     /// Body bytes went out: `total` so far, of `expected` (`-1` if unknown).
@@ -170,66 +176,83 @@ final class DrivenTransfer: Expirable, Sendable {
     }
 
     private func report(_ change: (inout TransferProgress) -> Void) {
-        guard let onProgress = request.onProgress else { return }
+        guard let reporter else { return }
         let progress = state.withLock { state -> TransferProgress? in
             guard state.interruption == nil else { return nil }
             let before = state.progress
             change(&state.progress)
             return state.progress == before ? nil : state.progress
         }
-        if let progress { onProgress(progress) }
+        if let progress { reporter.report(progress) }
     }
 
     /// The head of a download's response: an acceptable body (or the rest of a resumed one) goes to a file, another
     /// is kept in memory as the error's body; `false` ends the task.
     private func receivedDownload(_ response: URLResponse, _ download: DownloadTarget) -> Bool {
+        guard state.withLock({ $0.interruption == nil }) else { return false }
         let http = response as? HTTPURLResponse
         let status = http?.statusCode ?? 0
         let partial = resume?.partial
         var resumed: PartialDownload?
         if let partial, let http, status == 206 || status == 416 {
-            guard status == 206, PartialDownload.contentRange(of: http)?.start == partial.length else {
-                // The range no longer fits the resource (416, or a range starting elsewhere): start over.
-                try? FileManager.default.removeItem(at: partial.file)
-                var fresh = request.urlRequest
-                fresh.setValue(nil, forHTTPHeaderField: "Range")
-                state.withLock { state in
-                    state.followUp = fresh
-                    state.restarts = true
-                }
-                return false
-            }
+            guard status == 206, partial.isContinued(by: http) else { return restart(dropping: partial) }
             resumed = partial
         } else if !download.accepts(status) {
             state.withLock { $0.response = response }
             return true
-        } else if let partial {
-            // A whole new body (the resource changed, or the server ignored the range): the old bytes are stale.
-            try? FileManager.default.removeItem(at: partial.file)
         }
+        // The declared length counts encoded bytes; the file gets them decoded, so an encoded body has no known total.
+        let encoded = http?.value(forHTTPHeaderField: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
+        let expected = encoded ? -1 : response.expectedContentLength
+        let total: Int64? =
+            if let resumed { http.flatMap(PartialDownload.contentRange)?.total ?? resumed.total } else {
+                expected >= 0 ? expected : nil
+            }
         let writer: DownloadWriter
         do {
+            // A 206 need not repeat its validator: the one the kept bytes were checked against still holds.
+            let validator = http.flatMap(PartialDownload.validator) ?? resumed?.validator
             writer = try DownloadWriter(
-                file: download.partialFile(), resuming: resumed, validator: http.flatMap(PartialDownload.validator))
+                file: download.partialFile(), resuming: resumed, validator: validator, total: total)
         } catch {
             interrupt(.fileFailed(error as? NetworkClientError ?? .invalidRequest(reason: "\(error)")))
             return false
         }
-        let expected = response.expectedContentLength
         let opened = state.withLock { state -> Bool in
             guard state.interruption == nil else { return false }
+            // A second head on one task (corelibs resending with a credential) replaces the first one's file.
+            state.writer?.discard()
             state.response = response
             state.writer = writer
             state.progress.bytesReceived = writer.length
-            if let http, let total = resumed != nil ? PartialDownload.contentRange(of: http)?.total : nil {
-                state.progress.totalBytesExpectedToReceive = total
-            } else {
-                state.progress.totalBytesExpectedToReceive = expected >= 0 ? writer.length + expected : nil
-            }
+            state.progress.totalBytesExpectedToReceive = total
             return true
         }
-        if !opened { writer.discard() }
-        return opened
+        guard opened else {
+            // Interrupted meanwhile: a resumed partial file was kept by the interruption, a new one is not needed.
+            if resumed != nil { writer.close() } else { writer.discard() }
+            return false
+        }
+        if let partial, resumed == nil {
+            // A whole new body (the resource changed, or the server ignored the range): the old bytes are stale.
+            try? FileManager.default.removeItem(at: partial.file)
+        }
+        return true
+    }
+
+    /// The kept bytes no longer fit the resource (a 416, or a 206 for another range or representation): they are
+    /// deleted, the task is cancelled, and the request is sent again without a range.
+    private func restart(dropping partial: PartialDownload) -> Bool {
+        try? FileManager.default.removeItem(at: partial.file)
+        var fresh = request.urlRequest
+        fresh.setValue(nil, forHTTPHeaderField: "Range")
+        state.withLock { state in
+            state.followUp = fresh
+            state.restarts = true
+        }
+        // corelibs (Swift 6.3) ignores the `.cancel` disposition: the body would be read to its end.
+        cancelTask()
+        return false
     }
 
     /// A piece of a download's body: written to its file, or kept (up to the limit) as an error's body.
@@ -239,7 +262,7 @@ final class DrivenTransfer: Expirable, Sendable {
             guard state.interruption == nil else { return (nil, nil, false) }
             guard var writer = state.writer else {
                 // An error's body: its first `maximumResponseSize` bytes, then the transfer ends.
-                guard !state.errorBodyIsFull else { return (nil, nil, false) }
+                guard !state.errorBodyIsFull, !state.restarts else { return (nil, nil, false) }
                 state.body.append(data.prefix(limits.maximumResponseSize - state.body.count))
                 state.errorBodyIsFull = state.body.count >= limits.maximumResponseSize
                 return (nil, nil, state.errorBodyIsFull)
@@ -254,29 +277,35 @@ final class DrivenTransfer: Expirable, Sendable {
             return (nil, state.progress, false)
         }
         if let failure { interrupt(.fileFailed(failure)) }
-        if let progress { request.onProgress?(progress) }
+        if let progress { reporter?.report(progress) }
         if errorBodyIsFull { _ = endWithResponse() }
     }
 
-    /// Resumes the caller with the response and the body received so far, and cancels the task; `false` when there is
-    /// no response yet, the transfer already ended, or a download's file is open. For an error's body that reached
-    /// the limit, and for a 401 that corelibs would hold forever (see `SessionDelegate`'s challenge handling).
+    /// Resumes the caller with the response and what arrived so far (the body in memory, or a download's file, moved
+    /// into place), and cancels the task; `false` when there is no response yet or the transfer already ended. For an
+    /// error's body that reached the limit, and for a 401 that corelibs would hold forever (see `DrivenSession`).
     func endWithResponse() -> Bool {
-        let ended = state.withLock { state -> (CheckedContinuation<TransferResult, any Error>, ReceivedResponse)? in
-            guard !state.isComplete, state.interruption == nil, state.writer == nil,
-                let continuation = state.continuation, let response = state.response
+        let ended = state.withLock {
+            state -> (CheckedContinuation<TransferResult, any Error>, Result<TransferResult, any Error>)? in
+            guard !state.isComplete, state.interruption == nil, let continuation = state.continuation,
+                let response = state.response
             else {
                 return nil
             }
             state.isComplete = true
             state.continuation = nil
-            Self.settleDownload(&state, resume: resume, keep: true)
+            endDownload(&state, error: nil)
             defer { state.body = Data() }
-            return (continuation, ReceivedResponse(data: state.body, response: response))
+            if let error = state.fileError { return (continuation, .failure(error)) }
+            if let error = state.transferError { return (continuation, .failure(error)) }
+            return (
+                continuation,
+                .success(.response(ReceivedResponse(data: state.body, response: response, file: state.file)))
+            )
         }
-        guard let (continuation, received) = ended else { return false }
+        guard let (continuation, outcome) = ended else { return false }
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
-        continuation.resume(returning: .response(received))
+        continuation.resume(with: outcome)
         cancelTask()
         return true
     }
@@ -369,8 +398,9 @@ final class DrivenTransfer: Expirable, Sendable {
             return (state.continuation, outcome, progress)
         }
         guard let continuation else { return }
-        if let progress { request.onProgress?(progress) }
-        continuation.resume(with: outcome)
+        guard let reporter else { return continuation.resume(with: outcome) }
+        // The caller hears of the end after the last report.
+        reporter.finish(with: progress) { continuation.resume(with: outcome) }
     }
 
     /// A download's task ended: its complete body is moved into place; the bytes of one that failed on its way (the
@@ -381,6 +411,15 @@ final class DrivenTransfer: Expirable, Sendable {
         else {
             // Not a cancellation: a later run may resume. An unacceptable status (503, say) keeps the bytes too.
             Self.settleDownload(&state, resume: resume, keep: error.map(Self.canResume) ?? true)
+            return
+        }
+        if let total = writer.total, writer.length != total {
+            // The server ended the body early (a range shorter than announced, say): what arrived is kept.
+            Self.settleDownload(&state, resume: resume, keep: true)
+            state.fileError = nil
+            state.transferError = URLError(
+                .networkConnectionLost,
+                userInfo: [NSLocalizedDescriptionKey: "the download ended after \(writer.length) of \(total) bytes"])
             return
         }
         state.writer = nil
@@ -414,6 +453,7 @@ final class DrivenTransfer: Expirable, Sendable {
         if state.restarts, let followUp = state.followUp { return .success(.redirect(followUp)) }
         if let error { return .failure(error) }
         if let fileError = state.fileError { return .failure(fileError) }
+        if let transferError = state.transferError { return .failure(transferError) }
         if let refusal = state.refusal { return .failure(NetworkClientError.redirectRefused(reason: refusal)) }
         if let followUp = state.followUp { return .success(.redirect(followUp)) }
         guard let response = state.response else { return .failure(URLError(.badServerResponse)) }

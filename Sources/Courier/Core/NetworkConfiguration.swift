@@ -223,7 +223,7 @@ public final class NetworkConfiguration: Sendable {
     ) -> (Transport, TimeInterval?) {
         let configuration = ownedSessionConfiguration(configuration)
         let delegate = SessionDelegate(sensitiveHeaders: sensitiveHeaders)
-        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: drivenDelegateQueue())
+        let session = makeDrivenSession(configuration, delegate: delegate)
         return (.driven(session, delegate), enforcesResourceTimeout ? configuration.timeoutIntervalForResource : nil)
     }
 

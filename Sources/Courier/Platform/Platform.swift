@@ -69,60 +69,15 @@ func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLS
 /// platforms: the code ``RetryPolicy`` retries, and after which a download resumes.
 func platformErrorCode(_ code: URLError.Code, detail: String?) -> URLError.Code {
     #if canImport(FoundationNetworking)
-    if code == .unknown, detail?.hasPrefix("transfer closed with") == true { return .networkConnectionLost }
+    // "transfer closed with …" (curl 7.x, as here); "end of response with … missing" and "Transferred a partial
+    // file" (later curl releases, and curl_easy_strerror's text).
+    let partialFile = ["transfer closed with", "end of response with", "Transferred a partial file"]
+    if code == .unknown, let detail, partialFile.contains(where: { detail.hasPrefix($0) }) {
+        return .networkConnectionLost
+    }
     #endif
     return code
 }
-
-/// The delegate queue of the sessions Courier drives: on Linux it runs each callback at once, on the thread that
-/// delivers it (the session's work queue, where libcurl's callbacks run); on Apple platforms `nil`, URLSession's own
-/// serial queue.
-///
-/// corelibs hands every delegate callback to `delegateQueue.addOperation { … }`. On its `OperationQueue` that is a
-/// `BlockOperation`, a queue insertion and a thread wake-up per callback, three or more per request (about 40k
-/// instructions of a small GET's 630k), and a body piece waits in that queue without holding libcurl back: a
-/// 200 MB body streamed to a delegate peaked anywhere from 41 to 95 MB. Run inline, a callback costs a function call,
-/// and libcurl reads the next piece only after ``SessionDelegate`` has stored or written this one.
-///
-/// This is safe because corelibs calls `addOperation` from its work queue (or from a thread that holds no corelibs
-/// lock) and ``SessionDelegate`` never waits on that queue from a callback: it answers the completion handlers,
-/// which corelibs dispatches asynchronously, and cancels tasks from another thread (`URLSessionTask.cancel()` and
-/// `resume()` wait on the work queue in Swift 6.3). Callbacks stay in order: they all come from the one serial
-/// work queue of the session.
-func drivenDelegateQueue() -> OperationQueue? {
-    #if canImport(FoundationNetworking)
-    return InlineOperationQueue()
-    #else
-    return nil
-    #endif
-}
-
-#if canImport(FoundationNetworking)
-extension SessionDelegate {
-    /// A 401 with a `WWW-Authenticate` challenge corelibs can answer (Basic, Digest): the caller gets the 401 at once
-    /// when there is no credential to try, and corelibs' default handling runs off the work queue otherwise.
-    ///
-    /// corelibs (Swift 6.3) completes no such task when it has no credential for the protection space: its default
-    /// handling does nothing, and the caller waited until a total timeout. With a credential, it suspends and resumes
-    /// the task, which wait on the session's work queue, where callbacks run (see ``drivenDelegateQueue()``).
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
-        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
-    ) {
-        if challenge.proposedCredential == nil, transfer(task)?.endWithResponse() == true { return }
-        DispatchQueue.global().async { completionHandler(.performDefaultHandling, nil) }
-    }
-}
-
-/// An `OperationQueue` whose block operations run at once, on the caller's thread: see ``drivenDelegateQueue()``.
-/// Operation objects still go through `OperationQueue`.
-private final class InlineOperationQueue: OperationQueue, @unchecked Sendable {
-    // No state of its own: `@unchecked Sendable` restates OperationQueue's conformance for the subclass.
-    override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        block()
-    }
-}
-#endif
 
 extension URLSession {
     /// Runs `request` on a session Courier does not drive (a caller's session with a delegate of its own, or any

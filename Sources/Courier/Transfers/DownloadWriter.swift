@@ -22,12 +22,14 @@ struct DownloadWriter: Sendable {
     private(set) var length: Int64
     /// The response's validator, when its body can be resumed: see ``PartialDownload/validator(of:)``.
     let validator: String?
+    /// The complete length of the body, when the server declared it.
+    let total: Int64?
 
     /// Creates `file` empty (replacing one already there), or, when `resuming` is given, opens its file to append
     /// after its `length` bytes.
     ///
     /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the file cannot be created or opened.
-    init(file: URL, resuming partial: PartialDownload?, validator: String?) throws {
+    init(file: URL, resuming partial: PartialDownload?, validator: String?, total: Int64?) throws {
         let path = partial?.file.path ?? file.path
         do {
             try FileManager.default.createDirectory(
@@ -36,8 +38,9 @@ struct DownloadWriter: Sendable {
             throw NetworkClientError.fileAccessFailed(
                 url: URL(fileURLWithPath: path), reason: "the download's folder cannot be created: \(error)")
         }
-        let flags = partial == nil ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY
-        let descriptor = open(path, flags | O_CLOEXEC, 0o600)
+        // A partial file is reopened without following a link put in its place.
+        let flags = partial == nil ? O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW : O_WRONLY | O_NOFOLLOW
+        let descriptor = open(path, flags | O_CLOEXEC, 0o644)  // As any new file: the umask applies.
         guard descriptor >= 0 else {
             throw NetworkClientError.fileAccessFailed(
                 url: URL(fileURLWithPath: path), reason: "the download cannot be written there: \(Self.lastError())")
@@ -51,6 +54,7 @@ struct DownloadWriter: Sendable {
         self.descriptor = descriptor
         self.length = partial?.length ?? 0
         self.validator = validator
+        self.total = total
     }
 
     /// Appends `data` to the file.
@@ -84,7 +88,7 @@ struct DownloadWriter: Sendable {
             try? FileManager.default.removeItem(at: file)
             return nil
         }
-        return PartialDownload(file: file, length: length, validator: validator)
+        return PartialDownload(file: file, length: length, validator: validator, total: total)
     }
 
     /// Closes and deletes the file.

@@ -102,9 +102,15 @@ struct DownloadTarget: Sendable {
 
     /// `<caches>/Courier Downloads/<UUID>/<suggested file name>`.
     static func defaultDestination(_ response: URLResponse) -> URL {
-        let name = response.suggestedFilename.flatMap { $0.isEmpty ? nil : $0 } ?? "download"
         return downloadsFolder.appendingPathComponent(UUID().uuidString, isDirectory: true)
-            .appendingPathComponent(name)
+            .appendingPathComponent(safeFileName(response.suggestedFilename))
+    }
+
+    /// The server's file name as one plain name inside its folder: its last path component, or `download` when that
+    /// is empty, `.`, `..` or hidden (a `Content-Disposition` of `filename=".."` must not name the folder above).
+    static func safeFileName(_ suggested: String?) -> String {
+        let name = (suggested ?? "").split(separator: "/").last.map(String.init) ?? ""
+        return name.isEmpty || name.hasPrefix(".") ? "download" : name
     }
 
     /// `<caches>/Courier Downloads`.

@@ -13,6 +13,22 @@ struct PartialDownload: Sendable {
     /// The response's strong `ETag`, or else its `Last-Modified`: what `If-Range` sends, so that a server whose
     /// resource changed answers with the whole new body (200) rather than the rest of another one.
     let validator: String
+    /// The complete length of the body, when the server declared it.
+    let total: Int64?
+
+    /// Whether the `206` answering this partial download's range request continues these bytes: its range starts
+    /// where they end and runs to the end of a body of the same length, and it is the same representation (a
+    /// validator it repeats equals this one; RFC 9110 §15.3.7.3 allows combining only parts that share a strong
+    /// validator).
+    func isContinued(by response: HTTPURLResponse) -> Bool {
+        guard let range = Self.contentRange(of: response), range.start == length else { return false }
+        if let total, let rangeTotal = range.total, rangeTotal != total { return false }
+        if let end = range.end, let rangeTotal = range.total ?? total, end != rangeTotal - 1 { return false }
+        let tag = response.value(forHTTPHeaderField: "ETag")
+        if validator.hasPrefix("\"") { return tag.map { $0 == validator } ?? true }
+        if let tag, !tag.hasPrefix("W/") { return false }  // A strong tag now, where there was none.
+        return response.value(forHTTPHeaderField: "Last-Modified").map { $0 == validator } ?? true
+    }
 
     /// The validator of a response whose body can be resumed with a range request, or `nil`: it needs
     /// `Accept-Ranges: bytes`, a strong `ETag` or a `Last-Modified` date, and no `Content-Encoding` (a range counts
@@ -35,9 +51,9 @@ struct PartialDownload: Sendable {
         return response.value(forHTTPHeaderField: "Last-Modified")
     }
 
-    /// The first byte position and the complete length of a `206` response's `Content-Range: bytes a-b/n`; the length
-    /// is `nil` when the server sent `*`.
-    static func contentRange(of response: HTTPURLResponse) -> (start: Int64, total: Int64?)? {
+    /// The first and last byte positions and the complete length of a `206` response's `Content-Range: bytes a-b/n`;
+    /// the length is `nil` when the server sent `*`.
+    static func contentRange(of response: HTTPURLResponse) -> (start: Int64, end: Int64?, total: Int64?)? {
         guard let value = response.value(forHTTPHeaderField: "Content-Range"),
             value.lowercased().hasPrefix("bytes ")
         else { return nil }
@@ -45,7 +61,8 @@ struct PartialDownload: Sendable {
         guard spec.count == 2, let dash = spec[0].firstIndex(of: "-"),
             let start = Int64(spec[0][..<dash].trimmingCharacters(in: .whitespaces))
         else { return nil }
-        return (start, Int64(spec[1].trimmingCharacters(in: .whitespaces)))
+        let end = Int64(spec[0][spec[0].index(after: dash)...].trimmingCharacters(in: .whitespaces))
+        return (start, end, Int64(spec[1].trimmingCharacters(in: .whitespaces)))
     }
 }
 
@@ -58,6 +75,34 @@ final class PartialDownloads: Sendable {
 
     /// The kept partial downloads, oldest first, by key.
     private let kept = Locked([(key: String, partial: PartialDownload)]())
+
+    /// How old a file in `<caches>/Courier Downloads/Partial` must be for ``sweepStalePartials()`` to delete it: a day.
+    static let staleAge: TimeInterval = 86_400
+
+    init() {
+        _ = Self.sweptOnce
+    }
+
+    /// Deleted once per process: the partial files of default-destination downloads that an earlier process left.
+    private static let sweptOnce: Void = sweepStalePartials()
+
+    /// Deletes the files in `<caches>/Courier Downloads/Partial` last written more than ``staleAge`` ago: the
+    /// partial bytes of downloads that an earlier process kept and never resumed (they are kept in memory only).
+    /// Partial files beside a chosen destination cannot be found this way; they are hidden files named
+    /// `.<name>.<UUID>.courier-partial`.
+    static func sweepStalePartials(olderThan age: TimeInterval = staleAge) {
+        let folder = DownloadTarget.downloadsFolder.appendingPathComponent("Partial", isDirectory: true)
+        let manager = FileManager.default
+        guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { return }
+        let limit = Date(timeIntervalSinceNow: -age)
+        for name in names where name.hasSuffix(".courier-partial") {
+            let file = folder.appendingPathComponent(name)
+            guard let modified = try? manager.attributesOfItem(atPath: file.path)[.modificationDate] as? Date,
+                modified < limit
+            else { continue }
+            try? manager.removeItem(at: file)
+        }
+    }
 
     /// The key of a download: its URL and where it goes. The URL stays in memory only.
     static func key(for request: URLRequest, destination: URL?) -> String? {

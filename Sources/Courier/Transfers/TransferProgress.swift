@@ -29,3 +29,39 @@ public struct TransferProgress: Hashable, Sendable {
         self.totalBytesExpectedToReceive = totalBytesExpectedToReceive
     }
 }
+
+/// Hands a transfer's progress to ``NetworkRequest/onProgress`` on a serial queue of its own, never on the thread that
+/// reads the network (on Linux, one queue shared by every session in the process: see `DrivenSession`). A report not
+/// yet delivered is replaced by a newer one, so a slow handler skips reports instead of piling them up; they stay in
+/// order and never go back.
+final class ProgressReporter: Sendable {
+    private let handler: @Sendable (TransferProgress) -> Void
+    private let queue = DispatchQueue(label: "Courier.TransferProgress")
+    /// The newest report not delivered yet; a delivery is scheduled whenever it is set from `nil`.
+    private let pending = Locked<TransferProgress?>(nil)
+
+    init(_ handler: @escaping @Sendable (TransferProgress) -> Void) {
+        self.handler = handler
+    }
+
+    func report(_ progress: TransferProgress) {
+        let schedule = pending.withLock { pending -> Bool in
+            defer { pending = progress }
+            return pending == nil
+        }
+        guard schedule else { return }
+        queue.async { [self] in
+            let latest = pending.withLock { pending -> TransferProgress? in
+                defer { pending = nil }
+                return pending
+            }
+            if let latest { handler(latest) }
+        }
+    }
+
+    /// Reports `last`, if any, then runs `then` once every report has been delivered.
+    func finish(with last: TransferProgress?, then: @escaping @Sendable () -> Void) {
+        if let last { report(last) }
+        queue.async(execute: then)
+    }
+}
