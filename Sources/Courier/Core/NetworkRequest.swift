@@ -121,8 +121,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// folders); `nil` (the default) puts it in a new folder under the user's caches directory. Ignored by other
     /// response types.
     public let downloadDestination: URL?
-    /// Called with the bytes sent and received as the transfer goes, on a background thread; `nil` by default. Keep it
-    /// quick: on Linux it runs on the thread that reads the session's connections.
+    /// Called with the bytes sent and received as the transfer goes, in order, on a background queue of the
+    /// transfer's own; `nil` by default. Reports that arrive while the handler runs are merged into the newest one,
+    /// and the call returns after the last report.
     /// Reported by sessions Courier drives (see ``NetworkConfiguration``) on every platform, Linux included; a
     /// caller's session with its own delegate reports nothing. ``DeduplicatingClient`` calls only the handler of the
     /// request that started a shared call.

@@ -1,8 +1,8 @@
 /// How far a transfer has come: bytes sent and received, with the totals when they are known.
 ///
-/// Delivered to ``NetworkRequest/onProgress`` on a background thread, in order. The counts never decrease, and the
-/// last report of a transfer that succeeded has `bytesReceived` equal to the body's size (for a download, the file's).
-/// A resumed download starts at the bytes it kept.
+/// Delivered to ``NetworkRequest/onProgress`` on a serial queue of the transfer's own, in order. The counts never
+/// decrease, and the last report of a transfer that succeeded has `bytesReceived` equal to the body's size (for a
+/// download, the file's). A resumed download starts at the bytes it kept.
 public struct TransferProgress: Hashable, Sendable {
     /// The body bytes sent so far.
     public var bytesSent: Int64
