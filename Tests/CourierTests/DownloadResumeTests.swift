@@ -295,7 +295,10 @@ struct DownloadResumeTests {
             NetworkRequest<VoidRequest, DownloadedFile>(path: "big.bin", method: .get, downloadDestination: destination)
         )
 
-        #expect(script.requests.withLock { $0 }.last?.header("Range") == "bytes=800000-")
+        // The bytes that arrived within the second are kept (all 800,000 unless the machine is very slow).
+        let range = try #require(script.requests.withLock { $0 }.last?.header("Range"))
+        let kept = try #require(Int(range.dropFirst("bytes=".count).dropLast()))
+        #expect(range.hasPrefix("bytes=") && range.hasSuffix("-") && kept > 0 && kept <= 800_000, "\(range)")
         #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
     }
 
