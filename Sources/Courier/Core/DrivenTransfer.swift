@@ -167,14 +167,6 @@ final class DrivenTransfer: Expirable, Sendable {
         }
     }
 
-    /// Download bytes went to the file: `total` so far, of `expected` (`-1` if unknown).
-    func wrote(_ total: Int64, of expected: Int64) {
-        report { progress in
-            progress.bytesReceived = max(progress.bytesReceived, total)
-            progress.totalBytesExpectedToReceive = expected >= 0 ? expected : nil
-        }
-    }
-
     private func report(_ change: (inout TransferProgress) -> Void) {
         guard let reporter else { return }
         let progress = state.withLock { state -> TransferProgress? in
