@@ -5,8 +5,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A session driven by `delegate`: on Linux a ``DrivenSession`` whose delegate callbacks run inline, on Apple
-/// platforms a plain `URLSession` with its own serial delegate queue.
+/// A session driven by `delegate`: on Linux a ``DrivenSession``, whose delegate queue holds libcurl back while the
+/// delegate has not caught up; on Apple platforms a plain `URLSession` with its own serial delegate queue.
 func makeDrivenSession(_ configuration: URLSessionConfiguration, delegate: SessionDelegate) -> URLSession {
     #if canImport(FoundationNetworking)
     DrivenSession(configuration: configuration, delegate: delegate)
@@ -16,23 +16,25 @@ func makeDrivenSession(_ configuration: URLSessionConfiguration, delegate: Sessi
 }
 
 #if canImport(FoundationNetworking)
-/// A corelibs session whose delegate callbacks run at once, on the thread that delivers them, instead of as one
-/// `OperationQueue` operation each; completion handlers of the caller's own tasks and task lists still run elsewhere.
+/// A corelibs session whose delegate queue is bounded: when ``BoundedOperationQueue/limit`` callbacks wait for the
+/// delegate, corelibs' work queue (where libcurl reads the sockets) waits too. The caller's own completion handlers,
+/// task lists, `flush` and `reset` run on another queue.
 ///
-/// corelibs hands every delegate callback to `delegateQueue.addOperation { … }`: a `BlockOperation`, a queue insertion
-/// and a thread wake-up per callback, three or more per request (about 60k instructions of a small GET's 630k), and a
-/// body piece waits in that queue without holding libcurl back (a 200 MB body streamed to a delegate peaked anywhere
-/// from 41 to 95 MB). Run inline, a callback costs a function call, and libcurl reads the next piece only after
-/// ``SessionDelegate`` has stored or written this one.
+/// corelibs hands every delegate callback to `delegateQueue.addOperation { … }` and never holds libcurl back: a body
+/// streamed to a delegate piles up in that queue as fast as the network delivers it (a 200 MB body written to a file
+/// by a delegate peaked anywhere from 41 to 95 MB). Bounded, the pile is at most `limit` pieces.
 ///
-/// The thread is corelibs' work queue, and every session's work queue targets one serial queue shared by the whole
-/// process (`org.swift.URLSession.SharedQueue`). Code run there must never wait on any session: in Swift 6.3
-/// `URLSessionTask.cancel()`, `resume()` and `suspend()`, and creating a task, `dispatch_sync` onto it, which traps.
-/// ``SessionDelegate`` answers corelibs' completion handlers (dispatched asynchronously by corelibs), cancels tasks
-/// from another thread, and hands ``NetworkRequest/onProgress`` reports to a queue of their own. The caller's code
-/// that corelibs would run on the delegate queue (the completion handlers of tasks the caller creates on
-/// ``NetworkConfiguration/session``, `getAllTasks`, `flush`, `reset`) is moved off it by the overrides below. Only a
-/// per-task delegate set on such a task still runs there. Callbacks stay in order: they all come from one serial queue.
+/// The wait is safe because nothing that runs on the delegate queue waits on the work queue: ``SessionDelegate``
+/// answers corelibs' completion handlers (dispatched asynchronously by corelibs), answers authentication challenges
+/// from another thread, cancels tasks from another thread (`URLSessionTask.cancel()`, `resume()` and `suspend()`, and
+/// creating a task, wait on the work queue in Swift 6.3), and hands ``NetworkRequest/onProgress`` reports to a queue
+/// of their own. The caller's code that corelibs would otherwise run on the delegate queue (the completion handlers of
+/// tasks the caller creates on ``NetworkConfiguration/session``, `getAllTasks`, `flush`, `reset`) is moved to
+/// `callbacks` by the overrides below. Only a per-task delegate the caller sets on such a task still runs there.
+///
+/// Running the callbacks inline on the work queue instead, with no queue at all, saved about 60k of a small GET's
+/// 630k instructions, but stalled corelibs: with 50 calls to one host answered with empty bodies, the transfers
+/// waiting for one of the 6 connections were never started, about 1 run in 3.
 final class DrivenSession: URLSession, @unchecked Sendable {
     // `@unchecked Sendable` restates URLSession's conformance; the only state added is `callbacks`, a serial queue
     // that is itself Sendable and never replaced.
@@ -40,7 +42,7 @@ final class DrivenSession: URLSession, @unchecked Sendable {
     private let callbacks = DispatchQueue(label: "Courier.DrivenSession.callbacks")
 
     init(configuration: URLSessionConfiguration, delegate: SessionDelegate) {
-        super.init(configuration: configuration, delegate: delegate, delegateQueue: InlineOperationQueue())
+        super.init(configuration: configuration, delegate: delegate, delegateQueue: BoundedOperationQueue())
     }
 
     /// `handler`, run on `callbacks` rather than on the work queue.
@@ -125,7 +127,7 @@ extension SessionDelegate {
     ///
     /// corelibs (Swift 6.3) completes no such task when it has no credential for the protection space: its default
     /// handling does nothing, and the caller waited until a total timeout. With a credential, it suspends and resumes
-    /// the task, which wait on the work queue, where callbacks run (see ``DrivenSession``).
+    /// the task, which wait on the work queue, which may be waiting for the delegate queue (see ``DrivenSession``).
     func urlSession(
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
@@ -135,12 +137,33 @@ extension SessionDelegate {
     }
 }
 
-/// An `OperationQueue` whose block operations run at once, on the caller's thread: see ``DrivenSession``. Operation
-/// objects still go through `OperationQueue`.
-private final class InlineOperationQueue: OperationQueue, @unchecked Sendable {
-    // No state of its own: `@unchecked Sendable` restates OperationQueue's conformance for the subclass.
+/// A serial `OperationQueue` that makes the thread adding a block wait while ``limit`` blocks are queued: see
+/// ``DrivenSession``. Operation objects go through `OperationQueue` unbounded.
+final class BoundedOperationQueue: OperationQueue, @unchecked Sendable {
+    // `waiting` is read and written only while `space` (an NSCondition, a lock) is held.
+    /// How many callbacks may wait for the delegate before libcurl waits too: 256 pieces of a body (at most 16 KB
+    /// each from libcurl) is 4 MB.
+    static let limit = 256
+    private let space = NSCondition()
+    private var waiting = 0
+
+    override init() {
+        super.init()
+        maxConcurrentOperationCount = 1
+    }
+
     override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        block()
+        space.lock()
+        while waiting >= Self.limit { space.wait() }
+        waiting += 1
+        space.unlock()
+        super.addOperation { [self] in
+            block()
+            space.lock()
+            waiting -= 1
+            space.signal()
+            space.unlock()
+        }
     }
 }
 #endif
