@@ -275,7 +275,8 @@ final class DrivenTransfer: Expirable, Sendable {
 
     /// Resumes the caller with the response and what arrived so far (the body in memory, or a download's file, moved
     /// into place), and cancels the task; `false` when there is no response yet or the transfer already ended. For an
-    /// error's body that reached the limit, and for a 401 that corelibs would hold forever (see `DrivenSession`).
+    /// error's body that reached the limit, and for a 401 that corelibs would hold forever (see the challenge handling in
+    /// `DrivenSession.swift`).
     func endWithResponse() -> Bool {
         let ended = state.withLock {
             state -> (CheckedContinuation<TransferResult, any Error>, Result<TransferResult, any Error>)? in

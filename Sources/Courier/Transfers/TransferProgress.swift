@@ -30,10 +30,10 @@ public struct TransferProgress: Hashable, Sendable {
     }
 }
 
-/// Hands a transfer's progress to ``NetworkRequest/onProgress`` on a serial queue of its own, never on the thread that
-/// reads the network (on Linux, one queue shared by every session in the process: see `DrivenSession`). A report not
-/// yet delivered is replaced by a newer one, so a slow handler skips reports instead of piling them up; they stay in
-/// order and never go back.
+/// Hands a transfer's progress to ``NetworkRequest/onProgress`` on a serial queue of its own, never on the session's
+/// delegate queue, so that a slow handler holds up no other callback of the session. A report not yet delivered is
+/// replaced by a newer one, so a slow handler skips reports instead of piling them up; they stay in order and never
+/// go back.
 final class ProgressReporter: Sendable {
     private let handler: @Sendable (TransferProgress) -> Void
     private let queue = DispatchQueue(label: "Courier.TransferProgress")
