@@ -193,9 +193,8 @@ final class DrivenTransfer: Expirable, Sendable {
             state.withLock { $0.response = response }
             return true
         }
-        // The declared length counts encoded bytes; the file gets them decoded, so an encoded body has no known total.
-        let encoded = http?.value(forHTTPHeaderField: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
-        let expected = encoded ? -1 : response.expectedContentLength
+        // An encoded body's declared length is not the length of the file it becomes.
+        let expected = http.map(PartialDownload.isEncoded) == true ? -1 : response.expectedContentLength
         let total: Int64? =
             if let resumed { http.flatMap(PartialDownload.contentRange)?.total ?? resumed.total } else {
                 expected >= 0 ? expected : nil
@@ -281,20 +280,14 @@ final class DrivenTransfer: Expirable, Sendable {
         let ended = state.withLock {
             state -> (CheckedContinuation<TransferResult, any Error>, Result<TransferResult, any Error>)? in
             guard !state.isComplete, state.interruption == nil, let continuation = state.continuation,
-                let response = state.response
+                state.response != nil
             else {
                 return nil
             }
             state.isComplete = true
             state.continuation = nil
             endDownload(&state, error: nil)
-            defer { state.body = Data() }
-            if let error = state.fileError { return (continuation, .failure(error)) }
-            if let error = state.transferError { return (continuation, .failure(error)) }
-            return (
-                continuation,
-                .success(.response(ReceivedResponse(data: state.body, response: response, file: state.file)))
-            )
+            return (continuation, Self.outcome(of: &state, error: nil, limit: limits.maximumResponseSize))
         }
         guard let (continuation, outcome) = ended else { return false }
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }

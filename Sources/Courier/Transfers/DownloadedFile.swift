@@ -56,12 +56,8 @@ struct DownloadTarget: Sendable {
             try? handle?.close()
             return .success(ReceivedResponse(data: body, response: response, file: nil))
         }
-        do {
-            return .success(
-                ReceivedResponse(data: Data(), response: response, file: try move(location, response: response)))
-        } catch {
-            let reason = "the download cannot be moved there: \(error.localizedDescription)"
-            return .failure(.fileAccessFailed(url: destination ?? Self.defaultDestination(response), reason: reason))
+        return finish(location, response: response).map {
+            ReceivedResponse(data: Data(), response: response, file: $0)
         }
     }
 

@@ -16,6 +16,13 @@ struct PartialDownload: Sendable {
     /// The complete length of the body, when the server declared it.
     let total: Int64?
 
+    /// Whether the body comes with a `Content-Encoding` other than `identity`: its declared length and ranges then
+    /// count encoded bytes, while the file gets them decoded.
+    static func isEncoded(_ response: HTTPURLResponse) -> Bool {
+        guard let encoding = response.value(forHTTPHeaderField: "Content-Encoding") else { return false }
+        return encoding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+    }
+
     /// Whether the `206` answering this partial download's range request continues these bytes: its range starts
     /// where they end and runs to the end of a body of the same length, and it is the same representation (a
     /// validator it repeats equals this one; RFC 9110 §15.3.7.3 allows combining only parts that share a strong
@@ -41,11 +48,7 @@ struct PartialDownload: Sendable {
                     .contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "bytes" }) == true
             else { return nil }
         }
-        if let encoding = response.value(forHTTPHeaderField: "Content-Encoding"),
-            encoding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
-        {
-            return nil
-        }
+        if isEncoded(response) { return nil }
         // RFC 9110 §13.1.5: a weak entity tag must not be sent in If-Range.
         if let tag = response.value(forHTTPHeaderField: "ETag"), tag.hasPrefix("\"") { return tag }
         return response.value(forHTTPHeaderField: "Last-Modified")
