@@ -55,20 +55,57 @@ func authServer(accepting accepted: String) throws -> LoopbackServer {
     }
 }
 
+/// Holds back every answer until `count` requests have arrived (or `timeout` has passed), so that all of them are on
+/// the wire before the first answer reaches the client. The server's handler runs on each connection's own thread.
+final class ArrivalGate: Sendable {
+    private let arrived = Locked(0)
+    private let count: Int
+    private let timeout: DispatchTime
+
+    init(count: Int, timeout: TimeInterval = 60) {
+        self.count = count
+        self.timeout = .now() + timeout
+    }
+
+    /// Counts one arrival, then waits until `count` have arrived; `false` if the gate timed out.
+    @discardableResult
+    func arriveAndWait() -> Bool {
+        arrived.withLock { $0 += 1 }
+        while arrived.withLock({ $0 }) < count {
+            if DispatchTime.now() > timeout { return false }
+            usleep(1_000)
+        }
+        return true
+    }
+}
+
+/// `authServer(accepting:)`, whose first `rejections` answers (401s) wait until all of those requests have arrived.
+///
+/// `AuthenticatingClient` holds a request that starts while a renewal runs until the renewal ends, so a test that
+/// wants every request rejected with the old credential must have them all sent before the first 401 comes back;
+/// the client must then be allowed one connection per request (``LoopbackServer/configuration(path:sensitiveHeaders:connectionsPerHost:)``).
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func authServer(accepting accepted: String, holdingFirstRejections rejections: Int) throws -> LoopbackServer {
+    let gate = ArrivalGate(count: rejections)
+    return try LoopbackServer { request in
+        guard request.header("Authorization") != "Bearer \(accepted)" else { return .echo }
+        gate.arriveAndWait()
+        return .respond(status: 401)
+    }
+}
+
 @Suite("AuthenticatingClient")
 struct AuthenticatingClientTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("50 concurrent requests with an expired token: exactly 1 refresh, 50 successes with the new token")
     func singleFlight() async throws {
-        let server = try authServer(accepting: "fresh-1")
-        // The renewal waits until all 50 requests were rejected, so that all of them need it at the same time. With
-        // 6 connections per host the 50 go through in turns; a loaded machine (the whole suite under TSan) needs
-        // more than the usual 10 s.
-        let store = TokenStore(token: "expired") { _, count in
-            #expect(await eventually(timeout: .seconds(120)) { server.requestCount >= 50 })
-            return "fresh-\(count)"
-        }
-        let client = server.client().authenticated(by: store.authenticator)
+        // No 401 leaves the server before all 50 requests have arrived, so all of them are rejected with the expired
+        // token and need the renewal at the same time. (A renewal that waited for 50 arrivals instead never ended:
+        // requests that start while a renewal runs wait for it before sending.)
+        let server = try authServer(accepting: "fresh-1", holdingFirstRejections: 50)
+        let store = TokenStore(token: "expired")
+        let client = NetworkClient(configuration: server.configuration(connectionsPerHost: 50))
+            .authenticated(by: store.authenticator)
         try await withThrowingTaskGroup(of: String?.self) { group in
             for index in 0..<50 {
                 group.addTask {
@@ -98,15 +135,14 @@ struct AuthenticatingClientTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A failing refresh fails all 50 waiters with its error; the next request tries anew")
     func failingRefresh() async throws {
-        let server = try authServer(accepting: "fresh-2")
+        // All 50 are on the wire with the expired token before the first 401 (see `singleFlight`).
+        let server = try authServer(accepting: "fresh-2", holdingFirstRejections: 50)
         let store = TokenStore(token: "expired") { _, count in
-            guard count > 1 else {
-                #expect(await eventually(timeout: .seconds(120)) { server.requestCount >= 50 })
-                throw TokenError.revoked
-            }
+            guard count > 1 else { throw TokenError.revoked }
             return "fresh-\(count)"
         }
-        let client = server.client().authenticated(by: store.authenticator)
+        let client = NetworkClient(configuration: server.configuration(connectionsPerHost: 50))
+            .authenticated(by: store.authenticator)
         await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<50 {
                 group.addTask {

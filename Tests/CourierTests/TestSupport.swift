@@ -20,9 +20,13 @@ struct APIErrorPayload: Codable, Sendable, Equatable {
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 extension LoopbackServer {
     /// A configuration whose session Courier owns, pointed at this server.
-    func configuration(path: String = "", sensitiveHeaders: Set<String> = []) -> NetworkConfiguration {
+    /// - Parameter connectionsPerHost: The session's `httpMaximumConnectionsPerHost`; `nil` keeps URLSession's 6.
+    func configuration(
+        path: String = "", sensitiveHeaders: Set<String> = [], connectionsPerHost: Int? = nil
+    ) -> NetworkConfiguration {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = 10
+        if let connectionsPerHost { sessionConfiguration.httpMaximumConnectionsPerHost = connectionsPerHost }
         return NetworkConfiguration(
             sessionConfiguration: sessionConfiguration, baseURL: baseURL.appendingPathComponent(path),
             sensitiveHeaders: sensitiveHeaders)

@@ -19,7 +19,11 @@ import FoundationNetworking
 /// of the 6 connections (every thread idle: a lost wake-up in corelibs' libcurl scheduling). That work queue is shared
 /// by every session in the process, and corelibs' timers and socket events run on it.
 func makeDrivenSession(_ configuration: URLSessionConfiguration, delegate: SessionDelegate) -> URLSession {
+    #if canImport(FoundationNetworking)
+    URLSession(configuration: configuration, delegate: delegate, delegateQueue: DispatchingOperationQueue())
+    #else
     URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    #endif
 }
 
 #if canImport(FoundationNetworking)
@@ -39,4 +43,17 @@ extension SessionDelegate {
     }
 }
 
+/// A serial delegate queue whose block operations run on a serial `DispatchQueue`.
+final class DispatchingOperationQueue: OperationQueue, @unchecked Sendable {
+    private let queue = DispatchQueue(label: "Courier.SessionDelegate")
+
+    override init() {
+        super.init()
+        maxConcurrentOperationCount = 1
+    }
+
+    override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        queue.async(execute: block)
+    }
+}
 #endif
