@@ -5,35 +5,127 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A session driven by `delegate`, with URLSession's own serial delegate queue.
-///
-/// corelibs hands every delegate callback to `delegateQueue.addOperation { … }`, about 60k of a small GET's 630k
-/// instructions, and never holds libcurl back while the delegate catches up. Two ways around it were tried and given
-/// up, because corelibs then stalled (see <doc:Performance>):
-/// - running the callbacks inline on corelibs' work queue (an `OperationQueue` subclass whose `addOperation` runs the
-///   block at once): 1.03x raw URLSession's instructions instead of 1.15x, and flat downloads;
-/// - a delegate queue that makes the work queue wait while 256 callbacks are queued: flat downloads (38–42 MB for
-///   200 MiB instead of 37–113 MB).
-///
-/// With either, 50 calls to one host answered with empty bodies sometimes never started the transfers waiting for one
-/// of the 6 connections (every thread idle: a lost wake-up in corelibs' libcurl scheduling). That work queue is shared
-/// by every session in the process, and corelibs' timers and socket events run on it.
+/// A session driven by `delegate`: on Linux a ``DrivenSession`` whose delegate callbacks run inline, on Apple
+/// platforms a plain `URLSession` with its own serial delegate queue.
 func makeDrivenSession(_ configuration: URLSessionConfiguration, delegate: SessionDelegate) -> URLSession {
     #if canImport(FoundationNetworking)
-    URLSession(configuration: configuration, delegate: delegate, delegateQueue: DispatchingOperationQueue())
+    DrivenSession(configuration: configuration, delegate: delegate)
     #else
     URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     #endif
 }
 
 #if canImport(FoundationNetworking)
+/// A corelibs session whose delegate callbacks run at once, on the thread that delivers them, instead of as one
+/// `OperationQueue` operation each; completion handlers of the caller's own tasks and task lists still run elsewhere.
+///
+/// corelibs hands every delegate callback to `delegateQueue.addOperation { … }`: a `BlockOperation`, a queue insertion
+/// and a thread wake-up per callback, three or more per request (about 60k instructions of a small GET's 630k), and a
+/// body piece waits in that queue without holding libcurl back (a 200 MB body streamed to a delegate peaked anywhere
+/// from 41 to 95 MB). Run inline, a callback costs a function call, and libcurl reads the next piece only after
+/// ``SessionDelegate`` has stored or written this one.
+///
+/// The thread is corelibs' work queue, and every session's work queue targets one serial queue shared by the whole
+/// process (`org.swift.URLSession.SharedQueue`). Code run there must never wait on any session: in Swift 6.3
+/// `URLSessionTask.cancel()`, `resume()` and `suspend()`, and creating a task, `dispatch_sync` onto it, which traps.
+/// ``SessionDelegate`` answers corelibs' completion handlers (dispatched asynchronously by corelibs), cancels tasks
+/// from another thread, and hands ``NetworkRequest/onProgress`` reports to a queue of their own. The caller's code
+/// that corelibs would run on the delegate queue (the completion handlers of tasks the caller creates on
+/// ``NetworkConfiguration/session``, `getAllTasks`, `flush`, `reset`) is moved off it by the overrides below. Only a
+/// per-task delegate set on such a task still runs there. Callbacks stay in order: they all come from one serial queue.
+final class DrivenSession: URLSession, @unchecked Sendable {
+    // `@unchecked Sendable` restates URLSession's conformance; the only state added is `callbacks`, a serial queue
+    // that is itself Sendable and never replaced.
+    /// Where the caller's completion handlers run, in order.
+    private let callbacks = DispatchQueue(label: "Courier.DrivenSession.callbacks")
+
+    init(configuration: URLSessionConfiguration, delegate: SessionDelegate) {
+        super.init(configuration: configuration, delegate: delegate, delegateQueue: InlineOperationQueue())
+    }
+
+    /// `handler`, run on `callbacks` rather than on the work queue.
+    private func moved<each Value: Sendable>(
+        _ handler: @escaping @Sendable (repeat each Value) -> Void
+    ) -> @Sendable (repeat each Value) -> Void {
+        { [callbacks] (value: repeat each Value) in
+            let values = (repeat each value)
+            callbacks.async { handler(repeat each values) }
+        }
+    }
+
+    override func dataTask(
+        with request: URLRequest, completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDataTask {
+        super.dataTask(with: request, completionHandler: moved(completionHandler))
+    }
+
+    override func dataTask(
+        with url: URL, completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDataTask {
+        super.dataTask(with: url, completionHandler: moved(completionHandler))
+    }
+
+    override func uploadTask(
+        with request: URLRequest, fromFile fileURL: URL,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionUploadTask {
+        super.uploadTask(with: request, fromFile: fileURL, completionHandler: moved(completionHandler))
+    }
+
+    override func uploadTask(
+        with request: URLRequest, from bodyData: Data?,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionUploadTask {
+        super.uploadTask(with: request, from: bodyData, completionHandler: moved(completionHandler))
+    }
+
+    override func downloadTask(
+        with request: URLRequest, completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDownloadTask {
+        super.downloadTask(with: request, completionHandler: moved(completionHandler))
+    }
+
+    override func downloadTask(
+        with url: URL, completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDownloadTask {
+        super.downloadTask(with: url, completionHandler: moved(completionHandler))
+    }
+
+    override func downloadTask(
+        withResumeData resumeData: Data,
+        completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDownloadTask {
+        super.downloadTask(withResumeData: resumeData, completionHandler: moved(completionHandler))
+    }
+
+    override func getTasksWithCompletionHandler(
+        _ completionHandler:
+            @escaping @Sendable ([URLSessionDataTask], [URLSessionUploadTask], [URLSessionDownloadTask])
+            -> Void
+    ) {
+        super.getTasksWithCompletionHandler(moved(completionHandler))
+    }
+
+    override func getAllTasks(completionHandler: @escaping @Sendable ([URLSessionTask]) -> Void) {
+        super.getAllTasks(completionHandler: moved(completionHandler))
+    }
+
+    override func flush(completionHandler: @escaping @Sendable () -> Void) {
+        super.flush(completionHandler: moved(completionHandler))
+    }
+
+    override func reset(completionHandler: @escaping @Sendable () -> Void) {
+        super.reset(completionHandler: moved(completionHandler))
+    }
+}
+
 extension SessionDelegate {
     /// A 401 with a `WWW-Authenticate` challenge corelibs can answer (Basic, Digest): the caller gets the 401 at once
     /// when there is no credential to try, and corelibs' default handling runs off the work queue otherwise.
     ///
     /// corelibs (Swift 6.3) completes no such task when it has no credential for the protection space: its default
-    /// handling does nothing, and the caller waited until a total timeout. With a credential, corelibs' default
-    /// handling runs, from another thread than the delegate queue's.
+    /// handling does nothing, and the caller waited until a total timeout. With a credential, it suspends and resumes
+    /// the task, which wait on the work queue, where callbacks run (see ``DrivenSession``).
     func urlSession(
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
@@ -43,17 +135,12 @@ extension SessionDelegate {
     }
 }
 
-/// A serial delegate queue whose block operations run on a serial `DispatchQueue`.
-final class DispatchingOperationQueue: OperationQueue, @unchecked Sendable {
-    private let queue = DispatchQueue(label: "Courier.SessionDelegate")
-
-    override init() {
-        super.init()
-        maxConcurrentOperationCount = 1
-    }
-
+/// An `OperationQueue` whose block operations run at once, on the caller's thread: see ``DrivenSession``. Operation
+/// objects still go through `OperationQueue`.
+private final class InlineOperationQueue: OperationQueue, @unchecked Sendable {
+    // No state of its own: `@unchecked Sendable` restates OperationQueue's conformance for the subclass.
     override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        queue.async(execute: block)
+        block()
     }
 }
 #endif
