@@ -90,16 +90,20 @@ final class DrivenTransfer: Expirable, Sendable {
     let request: TransferRequest
     /// For a download: where its partial bytes go if it fails, and what it resumes.
     let resume: DownloadResume?
+    /// The upload body's length, when the task cannot report it (a stream body on Linux); `nil` otherwise.
+    private let uploadLength: Int64?
     private var limits: TransferLimits { request.limits }
     private let state = Locked(State())
 
     /// Delivers progress to the request's handler, if it has one.
     private let reporter: ProgressReporter?
 
-    init(task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil) {
+    /// - Parameter uploadLength: The body's length when the task's own expected count cannot tell it (a stream body).
+    init(task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil, uploadLength: Int64? = nil) {
         self.task = task
         self.request = request
         self.resume = resume
+        self.uploadLength = uploadLength
         self.reporter = request.onProgress.map(ProgressReporter.init)
     }
 
@@ -161,6 +165,7 @@ final class DrivenTransfer: Expirable, Sendable {
 
     /// Body bytes went out: `total` so far, of `expected` (`-1` if unknown).
     func sent(_ total: Int64, of expected: Int64) {
+        let expected = uploadLength ?? expected
         report { progress in
             progress.bytesSent = max(progress.bytesSent, total)
             progress.totalBytesExpectedToSend = expected >= 0 ? expected : progress.totalBytesExpectedToSend

@@ -24,8 +24,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     func send(_ request: TransferRequest, on session: URLSession) async throws -> TransferResult {
         let task: URLSessionTask
         var resume: DownloadResume?
+        var uploadLength: Int64?
         if let file = request.uploadFile {
-            task = session.uploadTask(with: request.urlRequest, fromFile: file)
+            (task, uploadLength) = try makeUploadTask(on: session, request.urlRequest, fromFile: file)
         } else if let download = request.download,
             let key = PartialDownloads.key(for: request.urlRequest, destination: download.destination)
         {
@@ -42,7 +43,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         } else {
             task = session.dataTask(with: request.urlRequest)
         }
-        let transfer = DrivenTransfer(task: task, request: request, resume: resume)
+        let transfer = DrivenTransfer(task: task, request: request, resume: resume, uploadLength: uploadLength)
         transfers.withLock { $0[task.taskIdentifier] = transfer }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
