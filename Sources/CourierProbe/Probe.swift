@@ -20,13 +20,22 @@ enum Scenario: String, CaseIterable {
     /// start the next request, and `flush`. On Linux Courier's callbacks run on the queue every session shares, where
     /// such a call traps; each must complete and the process survive.
     case callersCode = "callers-code"
+    /// File uploads of a few MB (`FileUpload`) on a session Courier owns, a few at a time: each cancelled 0–20 ms
+    /// (seeded) after it starts, or sent to an endpoint that answers 413 at once, without reading the body, and closes
+    /// the connection. Each ends with a success, `CancellationError` or `NetworkClientError`, and the process
+    /// survives, without hanging. With corelibs' `uploadTask(fromFile:)` the cancellations trapped the process in
+    /// every run of 160 uploads (about one cancel in 15): its file reader unpauses libcurl's handle when a read
+    /// completes after the cancel removed it (`_EasyHandle._PauseState.setState`, CURLE_BAD_FUNCTION_ARGUMENT). The
+    /// refused uploads never trapped it; they check that a body the server does not read ends the call.
+    case cancelledUploads = "cancelled-uploads"
 }
 
 /// The parsed command line.
 struct ProbeOptions {
     var scenario: Scenario
     var seed: UInt64 = 2_026
-    var count = 5_000
+    /// How many calls the mass-cancellation and upload scenarios make; each scenario has its own default.
+    var count: Int?
     var timeLimit: Double = 240
 
     static let usage =
@@ -107,6 +116,7 @@ private func run(_ options: ProbeOptions) async -> (Bool, String) {
         let configuration = NetworkConfiguration(session: .shared, baseURL: server.baseURL)
         return await massCancel(configuration, server: server, options: options)
     case .callersCode: return await callersCode()
+    case .cancelledUploads: return await cancelledUploads(options)
     }
 }
 
@@ -204,13 +214,14 @@ private func massCancel(
     _ configuration: NetworkConfiguration, server: LoopbackServer, options: ProbeOptions
 ) async -> (Bool, String) {
     let client = NetworkClient(configuration: configuration)
+    let count = options.count ?? 5_000
     var random = SplitMix64(state: options.seed)
     // Drawn up front, in request order: the same seed gives the same delays whatever the scheduling.
-    let delays = (0..<options.count).map { _ in Int(random.next() % 2_001) }  // microseconds
+    let delays = (0..<count).map { _ in Int(random.next() % 2_001) }  // microseconds
     let workers = 16
     let clock = ContinuousClock()
     let started = clock.now
-    progress("step: \(options.count) requests, seed \(options.seed), \(workers) at a time")
+    progress("step: \(count) requests, seed \(options.seed), \(workers) at a time")
     let tally = await withTaskGroup(of: Tally.self) { group in
         for worker in 0..<workers {
             group.addTask {
@@ -238,13 +249,121 @@ private func massCancel(
         Double((clock.now - started).components.seconds)
         + Double((clock.now - started).components.attoseconds) / 1e18
     let summary =
-        "\(options.count) calls (seed \(options.seed)): \(tally.succeeded) succeeded, \(tally.cancelled) cancelled, "
+        "\(count) calls (seed \(options.seed)): \(tally.succeeded) succeeded, \(tally.cancelled) cancelled, "
         + "\(tally.other.count) other, \(server.requestCount) reached the server, "
         + String(format: "%.1f s", seconds)
     guard tally.other.isEmpty else {
         return (false, summary + "; first: " + tally.other.prefix(3).joined(separator: "; "))
     }
     return (true, summary)
+}
+
+/// See ``Scenario/cancelledUploads``.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func cancelledUploads(_ options: ProbeOptions) async -> (Bool, String) {
+    let server: LoopbackServer
+    do {
+        // "/upload" reads and drops the body, then answers. "/refuse" is sent a body above the server's 1 GiB limit,
+        // so the server answers 413 as soon as the head arrives, reads none of the body and closes the connection.
+        server = try LoopbackServer(
+            requestBodyMode: { _, path in path == "/upload" ? .discard : .buffer },
+            handler: { _ in .respond(status: 204) })
+    } catch {
+        return (false, "could not start the loopback server: \(error)")
+    }
+    defer { server.stop() }
+    let uploadSize = 4 << 20
+    let folder = FileManager.default.temporaryDirectory
+        .appendingPathComponent("CourierProbe-uploads-\(UUID().uuidString)")
+    let file = folder.appendingPathComponent("upload.bin")
+    let hugeFile = folder.appendingPathComponent("huge.bin")
+    do {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: uploadSize).write(to: file)
+        // Sparse: 1 GiB + 1 byte that take no disk space.
+        try Data().write(to: hugeFile)
+        let handle = try FileHandle(forWritingTo: hugeFile)
+        try handle.truncate(atOffset: (1 << 30) + 1)
+        try handle.close()
+    } catch {
+        return (false, "could not create the files to upload: \(error)")
+    }
+    defer { try? FileManager.default.removeItem(at: folder) }
+
+    let configuration = NetworkConfiguration(sessionConfiguration: .ephemeral, baseURL: server.baseURL)
+    let client = NetworkClient(configuration: configuration)
+    let count = options.count ?? 160
+    var random = SplitMix64(state: options.seed)
+    // Drawn up front, in upload order: one in four is refused, the others cancelled after 0–20 ms.
+    let plan: [Int?] = (0..<count).map { _ in
+        let delay = Int(random.next() % 20_001)  // microseconds
+        return random.next() % 4 == 0 ? nil : delay
+    }
+    let workers = 4
+    let clock = ContinuousClock()
+    let started = clock.now
+    progress("step: \(count) uploads of \(uploadSize >> 20) MiB, seed \(options.seed), \(workers) at a time")
+    let tally = await withTaskGroup(of: UploadTally.self) { group in
+        for worker in 0..<workers {
+            group.addTask {
+                var tally = UploadTally()
+                for index in stride(from: worker, to: plan.count, by: workers) {
+                    let delay = plan[index]
+                    let request = NetworkRequest<FileUpload, VoidResponse>(
+                        path: delay == nil ? "refuse" : "upload", method: .put,
+                        body: FileUpload(url: delay == nil ? hugeFile : file))
+                    let call = Task { try await client.run(request) }
+                    if let delay {
+                        try? await Task.sleep(for: .microseconds(delay))
+                        call.cancel()
+                    }
+                    switch await call.result {
+                    case .success: tally.succeeded += 1
+                    case .failure(let error) where error is CancellationError: tally.cancelled += 1
+                    case .failure(NetworkClientError.unacceptableStatusCode(413, _, _)): tally.refused += 1
+                    case .failure(let error as NetworkClientError): tally.failed.append("upload \(index): \(error)")
+                    case .failure(let error): tally.other.append("upload \(index): \(error)")
+                    }
+                }
+                return tally
+            }
+        }
+        var total = UploadTally()
+        for await part in group { total.add(part) }
+        return total
+    }
+    let elapsed = clock.now - started
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let summary =
+        "\(count) uploads (seed \(options.seed)): \(tally.succeeded) succeeded, \(tally.cancelled) cancelled, "
+        + "\(tally.refused) refused with 413, \(tally.failed.count) other NetworkClientError, "
+        + "\(tally.other.count) other, \(server.requestCount) arrived whole, " + String(format: "%.1f s", seconds)
+    guard tally.other.isEmpty else {
+        return (false, summary + "; first: " + tally.other.prefix(3).joined(separator: "; "))
+    }
+    guard tally.cancelled > 0, tally.refused + tally.failed.count > 0 else {
+        return (false, summary + "; the scenario did not both cancel and get refused")
+    }
+    return (true, summary)
+}
+
+/// Counts of how the uploads of ``Scenario/cancelledUploads`` ended.
+private struct UploadTally: Sendable {
+    var succeeded = 0
+    var cancelled = 0
+    var refused = 0
+    /// Other `NetworkClientError`s (a reset connection, say): allowed.
+    var failed: [String] = []
+    /// Any other error: not allowed.
+    var other: [String] = []
+
+    mutating func add(_ other: UploadTally) {
+        succeeded += other.succeeded
+        cancelled += other.cancelled
+        refused += other.refused
+        failed += other.failed
+        self.other += other.other
+    }
 }
 
 /// See ``Scenario/callersCode``.
