@@ -57,25 +57,28 @@ func authServer(accepting accepted: String) throws -> LoopbackServer {
 
 /// Holds back every answer until `count` requests have arrived (or `timeout` has passed), so that all of them are on
 /// the wire before the first answer reaches the client. The server's handler runs on each connection's own thread.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 final class ArrivalGate: Sendable {
     private let arrived = Locked(0)
     private let count: Int
-    private let timeout: DispatchTime
+    private let timeout: TimeInterval
+    /// Opened by the `count`th arrival.
+    private let gate = Gate()
 
     init(count: Int, timeout: TimeInterval = 60) {
         self.count = count
-        self.timeout = .now() + timeout
+        self.timeout = timeout
     }
 
-    /// Counts one arrival, then waits until `count` have arrived; `false` if the gate timed out.
+    /// Counts one arrival, then waits until `count` have arrived; `false` if that took longer than `timeout`.
     @discardableResult
     func arriveAndWait() -> Bool {
-        arrived.withLock { $0 += 1 }
-        while arrived.withLock({ $0 }) < count {
-            if DispatchTime.now() > timeout { return false }
-            usleep(1_000)
+        let arrivals = arrived.withLock { arrived in
+            arrived += 1
+            return arrived
         }
-        return true
+        if arrivals == count { gate.open() }
+        return gate.wait(timeout: timeout)
     }
 }
 
