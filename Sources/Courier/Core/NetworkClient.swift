@@ -40,6 +40,7 @@ public final class NetworkClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
+        if networkRequest.isLocalQuery { return try answerFacts() }
         let settings = configuration.currentSettings
         // MicroClient 0.0.22+'s retry strategy, logger and response interceptors: Courier's own decorators.
         if let pipeline = MicroClientPipeline(options: settings.microClient, request: networkRequest) {
@@ -57,13 +58,17 @@ public final class NetworkClient: NetworkClientProtocol {
         let settings = settings ?? configuration.currentSettings
         let prepared = try networkRequest.prepare(configuration: configuration)
         defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
-        let request = try await intercepted(
+        var request = try await intercepted(
             prepared.urlRequest, settings,
             interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
         // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
         try Task.checkCancellation()
+        let credentialWithheld = keepCredential(networkRequest.credentialScope, to: &request)
+        if let listener = SendReportListener.current {
+            report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener)
+        }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
-        let transfer = TransferRequest(
+        var transfer = TransferRequest(
             urlRequest: request, uploadFile: prepared.uploadFile,
             download: ResponseModel.self == DownloadedFile.self
                 ? DownloadTarget(destination: networkRequest.downloadDestination, acceptableStatusCodes: accepted)
@@ -72,6 +77,7 @@ public final class NetworkClient: NetworkClientProtocol {
                 maximumResponseSize: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
                 deadline: deadline(totalTimeout: networkRequest.totalTimeout)),
             onProgress: networkRequest.onProgress)
+        if let scope = networkRequest.credentialScope { transfer.sensitiveHeaders = scope.headerNames }
         let received = try await send(transfer)
         let (data, response) = (received.data, received.response)
         guard let httpResponse = response as? HTTPURLResponse else {
@@ -86,6 +92,49 @@ public final class NetworkClient: NetworkClientProtocol {
         let value = try Self.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
         return NetworkResponse(value: value, response: response, data: data)
+    }
+
+    /// Answers a ``ClientFacts`` query from the configuration, without sending anything.
+    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
+        let facts = ClientFacts(
+            sensitiveHeaders: configuration.sensitiveHeaders, encoder: configuration.defaultEncoder,
+            decoder: configuration.defaultDecoder)
+        let response = HTTPURLResponse(
+            url: configuration.baseURL, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])
+        guard let facts = facts as? ResponseModel, let response else {
+            throw NetworkClientError.invalidRequest(reason: "the client facts could not be answered")
+        }
+        return NetworkResponse(value: facts, response: response)
+    }
+
+    /// Removes an ``AuthenticatingClient``'s credential from `request` unless it goes to the configured base URL's
+    /// origin or one the authenticating client names: this client is the one that knows the configured base URL,
+    /// whatever decorators sit above it. Returns whether the credential was removed.
+    private func keepCredential(_ scope: CredentialScope?, to request: inout URLRequest) -> Bool {
+        guard let scope else { return false }
+        let origin = request.url.flatMap(Origin.of)
+        if let origin, origin == configuration.base.origin || scope.additionalOrigins.contains(origin) {
+            return false
+        }
+        for name in (request.allHTTPHeaderFields ?? [:]).keys where scope.headerNames.contains(name.lowercased()) {
+            request.setValue(nil, forHTTPHeaderField: name)
+        }
+        return true
+    }
+
+    /// Tells the decorators that listen what is about to be sent (see ``SendReportListener``).
+    private func report<RequestModel, ResponseModel>(
+        _ request: URLRequest, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
+        credentialWithheld: Bool, to listener: SendReportListener
+    ) {
+        var sensitive = configuration.sensitiveHeaders
+        if let scope = networkRequest.credentialScope { sensitive.formUnion(scope.headerNames) }
+        SendReportListener.deliver(
+            SendReport(
+                url: request.url, headers: request.allHTTPHeaderFields ?? [:], body: request.httpBody,
+                sensitiveHeaders: sensitive, base: networkRequest.baseURL.map(BaseURL.init) ?? configuration.base,
+                credentialWithheld: credentialWithheld),
+            to: listener)
     }
 
     /// Removes a temporary file Courier made.

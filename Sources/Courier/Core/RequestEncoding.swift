@@ -18,9 +18,12 @@ struct BaseURL: Sendable {
     let query: Substring?
     /// Why the URL cannot serve as a base, if it cannot.
     let invalidReason: String?
+    /// `scheme://host:port` of the URL (see ``Origin/of(_:)``).
+    let origin: String?
 
     init(_ url: URL) {
         self.url = url
+        self.origin = Origin.of(url)
         let text = url.absoluteString
         let beforeFragment = text[..<(text.firstIndex(of: "#") ?? text.endIndex)]
         let queryMark = beforeFragment.firstIndex(of: "?")
