@@ -56,17 +56,27 @@ public final class NetworkClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
         let settings = settings ?? configuration.currentSettings
-        let prepared = try networkRequest.prepare(configuration: configuration)
-        defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
-        var request = try await intercepted(
-            prepared.urlRequest, settings,
-            interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
-        // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
-        try Task.checkCancellation()
-        let credentialWithheld = keepCredential(networkRequest.credentialScope, to: &request)
-        if let listener = SendReportListener.current {
-            report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener)
+        let listener = SendReportListener.current
+        let prepared: PreparedRequest
+        do {
+            prepared = try networkRequest.prepare(configuration: configuration)
+        } catch {
+            if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
+            throw error
         }
+        defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
+        var request = prepared.urlRequest
+        do {
+            request = try await intercepted(
+                request, settings, interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
+            // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
+            try Task.checkCancellation()
+        } catch {
+            if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
+            throw error
+        }
+        let credentialWithheld = keepCredential(networkRequest.credentialScope, to: &request)
+        if let listener { report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener) }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
         var transfer = TransferRequest(
             urlRequest: request, uploadFile: prepared.uploadFile,
@@ -122,16 +132,18 @@ public final class NetworkClient: NetworkClientProtocol {
         return true
     }
 
-    /// Tells the decorators that listen what is about to be sent (see ``SendReportListener``).
+    /// Tells the decorators that listen what is about to be sent (see ``SendReportListener``); `request` is `nil`
+    /// when the request failed before it could be built or intercepted, and then the request's own headers are told.
     private func report<RequestModel, ResponseModel>(
-        _ request: URLRequest, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
+        _ request: URLRequest?, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
         credentialWithheld: Bool, to listener: SendReportListener
     ) {
         var sensitive = configuration.sensitiveHeaders
         if let scope = networkRequest.credentialScope { sensitive.formUnion(scope.headerNames) }
         SendReportListener.deliver(
             SendReport(
-                url: request.url, headers: request.allHTTPHeaderFields ?? [:], body: request.httpBody,
+                url: request?.url, headers: request?.allHTTPHeaderFields ?? networkRequest.additionalHeaders ?? [:],
+                body: request?.httpBody,
                 sensitiveHeaders: sensitive, base: networkRequest.baseURL.map(BaseURL.init) ?? configuration.base,
                 credentialWithheld: credentialWithheld),
             to: listener)

@@ -129,7 +129,7 @@ public final class LoggingClient: NetworkClientProtocol {
                 // Streamed from files when sent: never read into memory for a log line.
                 requestBody = "<\(RequestModel.self) body, not shown>"
             } else {
-                requestBody = (report.map { $0.body } ?? self.requestBody(request)).flatMap {
+                requestBody = (report?.body ?? self.requestBody(request)).flatMap {
                     redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
                 }
             }

@@ -269,14 +269,27 @@ public final class StubNetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
-        let request = try record(networkRequest)
-        let stub = state.withLock { state -> Stub? in
-            state.requests.append(request)
-            return state.stubs.last { $0.matches(request) }
+        if networkRequest.isLocalQuery { return try answerFacts() }
+        let (scoped, credentialWithheld) = withCredentialScope(networkRequest)
+        let request = try record(scoped)
+        if let listener = SendReportListener.current {
+            let scope = networkRequest.credentialScope?.headerNames ?? []
+            SendReportListener.deliver(
+                SendReport(
+                    url: nil, headers: request.headers, body: request.body,
+                    sensitiveHeaders: Redaction.alwaysSensitiveHeaders.union(scope),
+                    base: BaseURL(request.baseURL ?? baseURL),
+                    credentialWithheld: credentialWithheld),
+                to: listener)
         }
+        // Matchers are the caller's code: they run outside the lock, so that one may read `requests`.
+        let stubs = state.withLock { state -> [Stub] in
+            state.requests.append(request)
+            return state.stubs
+        }
+        let stub = stubs.last { $0.matches(request) }
         guard let stub else {
-            throw StubNetworkClientError.noMatchingStub(
-                request: request.description, stubs: state.withLock { $0.stubs.map(\.label) })
+            throw StubNetworkClientError.noMatchingStub(request: request.description, stubs: stubs.map(\.label))
         }
         switch stub.answer(request) {
         case .error(let error):
@@ -303,6 +316,30 @@ public final class StubNetworkClient: NetworkClientProtocol {
     }
 
     // MARK: Private
+
+    /// Answers a ``ClientFacts`` query (from an ``Outbox``) with the stub's coders.
+    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
+        let facts = ClientFacts(sensitiveHeaders: Redaction.alwaysSensitiveHeaders, encoder: encoder, decoder: decoder)
+        guard let facts = facts as? ResponseModel else {
+            throw StubNetworkClientError.typeMismatch(
+                request: "client facts", expected: String(reflecting: ResponseModel.self),
+                actual: String(reflecting: ClientFacts.self))
+        }
+        return NetworkResponse(value: facts, response: response(for: nil, 200, [:]))
+    }
+
+    /// `request` without an ``AuthenticatingClient``'s credential when it goes to another origin than ``baseURL``'s
+    /// or those the authenticating client names, as ``NetworkClient`` sends it.
+    private func withCredentialScope<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>
+    ) -> (NetworkRequest<RequestModel, ResponseModel>, withheld: Bool) {
+        guard let scope = request.credentialScope, let origin = Origin.of(request.baseURL ?? baseURL),
+            origin != Origin.of(baseURL), !scope.additionalOrigins.contains(origin)
+        else { return (request, false) }
+        var request = request
+        request.additionalHeaders = request.additionalHeaders?.filter { !scope.headerNames.contains($0.key.lowercased()) }
+        return (request, true)
+    }
 
     private func add(
         _ label: String, _ matches: @escaping @Sendable (Request) -> Bool,
@@ -332,9 +369,9 @@ public final class StubNetworkClient: NetworkClientProtocol {
             bodyValue: request.body, baseURL: request.baseURL, responseType: String(reflecting: ResponseModel.self))
     }
 
-    private func response(for request: Request, _ statusCode: Int, _ headers: [String: String]) -> HTTPURLResponse {
-        let base = (request.baseURL ?? baseURL).absoluteString
-        let path = Self.normalized(request.path ?? "")
+    private func response(for request: Request?, _ statusCode: Int, _ headers: [String: String]) -> HTTPURLResponse {
+        let base = (request?.baseURL ?? baseURL).absoluteString
+        let path = Self.normalized(request?.path ?? "")
         let url = URL(string: base + (path.isEmpty ? "" : "/" + path)) ?? baseURL
         return HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
             ?? HTTPURLResponse(url: baseURL, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: [:])!
