@@ -80,7 +80,7 @@ public final class NetworkClient: NetworkClientProtocol {
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
         var transfer = TransferRequest(
             urlRequest: request, uploadFile: prepared.uploadFile,
-            download: ResponseModel.self == DownloadedFile.self
+            download: ResponseKinds.isFile(ResponseModel.self)
                 ? DownloadTarget(destination: networkRequest.downloadDestination, acceptableStatusCodes: accepted)
                 : nil,
             limits: TransferLimits(
@@ -95,11 +95,11 @@ public final class NetworkClient: NetworkClientProtocol {
         }
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
         if let file = received.file { return NetworkResponse(value: file as! ResponseModel, response: response) }
-        guard accepted?.contains(httpResponse.statusCode) ?? (200..<300).contains(httpResponse.statusCode) else {
+        guard ResponseKinds.accepts(httpResponse.statusCode, accepted) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: httpResponse.statusCode, response: Redaction.response(httpResponse), data: data)
         }
-        let value = try Self.decode(
+        let value = try ResponseKinds.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
         return NetworkResponse(value: value, response: response, data: data)
     }
@@ -198,27 +198,6 @@ public final class NetworkClient: NetworkClientProtocol {
             if Task.isCancelled || error is CancellationError { throw CancellationError() }
             // Redacted here, once: URLError's user info carries the full URL, password and query included.
             throw NetworkClientError.transportFailed(Redaction.urlError(error, url: request.urlRequest.url))
-        }
-    }
-
-    /// Decodes a 2xx body: ``VoidResponse`` skips decoding, `Data` is the body itself, `String` is its UTF-8 text,
-    /// anything else is JSON.
-    static func decode<ResponseModel: Decodable>(
-        _ type: ResponseModel.Type, from data: Data, with decoder: JSONDecoder
-    ) throws(NetworkClientError) -> ResponseModel {
-        if type == VoidResponse.self { return VoidResponse() as! ResponseModel }
-        if type == Data.self { return data as! ResponseModel }
-        if type == String.self {
-            guard let text = String(data: data, encoding: .utf8) else {
-                let context = DecodingError.Context(codingPath: [], debugDescription: "The body is not valid UTF-8.")
-                throw .decodingFailed(underlying: DecodingError.dataCorrupted(context), data: data)
-            }
-            return text as! ResponseModel
-        }
-        do {
-            return try decoder.decode(type, from: data)
-        } catch {
-            throw .decodingFailed(underlying: error, data: data)
         }
     }
 }

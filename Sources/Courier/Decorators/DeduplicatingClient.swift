@@ -213,18 +213,7 @@ struct RequestKey: Hashable, Sendable {
     }()
 
     init<RequestModel, ResponseModel>(_ request: NetworkRequest<RequestModel, ResponseModel>) throws {
-        var body: Data?
-        if let value = request.body, RequestModel.self != VoidRequest.self {
-            if RequestModel.self == Data.self, let data = value as? Data {
-                body = data
-            } else {
-                do {
-                    body = try (request.encoder ?? Self.bodyEncoder).encode(value)
-                } catch {
-                    throw NetworkClientError.encodingFailed(underlying: error)
-                }
-            }
-        }
+        let body = try BodyKinds.kind(of: request)?.identity(with: request.encoder ?? Self.bodyEncoder)
         identity = Identity(
             method: request.method, baseURL: request.baseURL, path: request.path, queryItems: request.queryItems,
             formItems: request.formItems, headers: request.additionalHeaders, body: body,

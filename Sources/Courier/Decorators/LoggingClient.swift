@@ -124,10 +124,9 @@ public final class LoggingClient: NetworkClientProtocol {
                 response?.allHeaderFields.map { ("\($0.key)", "\($0.value)") } ?? [], redactor)
             let secrets = redactor.secrets(
                 headers: sentHeaders, queryItems: request.queryItems, formItems: request.formItems)
-            if request.body != nil, RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self
-            {
+            if let placeholder = BodyKinds.kind(of: request)?.logPlaceholder {
                 // Streamed from files when sent: never read into memory for a log line.
-                requestBody = "<\(RequestModel.self) body, not shown>"
+                requestBody = placeholder
             } else {
                 requestBody = (report?.body ?? self.requestBody(request)).flatMap {
                     redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
@@ -165,9 +164,7 @@ public final class LoggingClient: NetworkClientProtocol {
         _ request: NetworkRequest<RequestModel, ResponseModel>
     ) -> Data? {
         if let formItems = request.formItems { return FormEncoding.body(formItems) }
-        guard let body = request.body, RequestModel.self != VoidRequest.self else { return nil }
-        if let data = body as? Data { return data }
-        return try? (request.encoder ?? JSONEncoder()).encode(body)
+        return try? BodyKinds.kind(of: request)?.bytesInMemory(with: request.encoder ?? JSONEncoder())
     }
 }
 

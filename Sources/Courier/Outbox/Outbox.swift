@@ -492,30 +492,15 @@ public final class Outbox: Sendable {
         }) {
             idempotencyKey = headers.removeValue(forKey: name)!
         }
-        if RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self {
-            // Streamed from a file the outbox does not own, which may be gone after a restart.
-            throw .invalidRequest(
-                reason: "a FileUpload or MultipartFormData body is streamed from a file and cannot be stored; "
-                    + "enqueue the bytes as Data")
-        }
         var body: Data?
         var contentType: String?
         if request.formItems != nil {
             guard request.body == nil else {
                 throw .invalidRequest(reason: "both formItems and body are set; a request has one body")
             }
-        } else if let value = request.body, RequestModel.self != VoidRequest.self {
-            if let data = value as? Data {
-                body = data
-                contentType = "application/octet-stream"
-            } else {
-                do {
-                    body = try (request.encoder ?? encoder ?? facts?.encoder ?? JSONEncoder()).encode(value)
-                } catch {
-                    throw .invalidRequest(reason: NetworkClientError.encodingFailed(underlying: error).description)
-                }
-                contentType = "application/json"
-            }
+        } else if let kind = BodyKinds.kind(of: request) {
+            (body, contentType) = try kind.storedForOutbox(
+                with: request.encoder ?? encoder ?? facts?.encoder ?? JSONEncoder())
         }
         try refuseSecrets(in: request, body: body, facts: facts)
         if let size = body?.count ?? request.formItems.map({ FormEncoding.body($0).count }),
@@ -776,7 +761,7 @@ extension StoredResult {
     /// The error the handler will see, if the result is a failure.
     func error(acceptable: Set<Int>?) -> NetworkClientError? {
         if let failure { return failure.error }
-        guard let statusCode, acceptable?.contains(statusCode) ?? (200..<300).contains(statusCode) else {
+        guard let statusCode, ResponseKinds.accepts(statusCode, acceptable) else {
             return outcome(as: VoidResponse.self, decoder: JSONDecoder(), acceptable: acceptable).failureValue
         }
         return nil

@@ -178,7 +178,7 @@ struct StoredResult: Codable, Sendable {
         return fields
     }
 
-    var isSuccess: Bool { failure == nil && statusCode.map { (200..<300).contains($0) } == true }
+    var isSuccess: Bool { failure == nil && statusCode.map { defaultAcceptableStatusCodes.contains($0) } == true }
 
     /// The response as the handler's type sees it, or the error, decoded with `decoder`.
     func outcome<Value: Decodable & Sendable>(
@@ -193,11 +193,11 @@ struct StoredResult: Codable, Sendable {
         }
         guard let response, let statusCode else { return .failure(.invalidRequest(reason: "no stored response")) }
         let data = body ?? Data()
-        guard acceptable?.contains(statusCode) ?? (200..<300).contains(statusCode) else {
+        guard ResponseKinds.accepts(statusCode, acceptable) else {
             return .failure(.unacceptableStatusCode(statusCode: statusCode, response: response, data: data))
         }
         do {
-            let value = try NetworkClient.decode(Value.self, from: data, with: decoder)
+            let value = try ResponseKinds.decode(Value.self, from: data, with: decoder)
             return .success(NetworkResponse(value: value, response: response, data: data))
         } catch {
             return .failure(error)

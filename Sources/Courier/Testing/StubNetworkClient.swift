@@ -305,13 +305,24 @@ public final class StubNetworkClient: NetworkClientProtocol {
         case .body(let data, let statusCode, let headers):
             let httpResponse = response(for: request, statusCode, headers)
             let accepted = networkRequest.acceptableStatusCodes ?? acceptableStatusCodes
-            guard accepted.contains(statusCode) else {
+            guard ResponseKinds.accepts(statusCode, accepted) else {
                 throw NetworkClientError.unacceptableStatusCode(
                     statusCode: statusCode, response: httpResponse, data: data)
             }
-            let value = try NetworkClient.decode(
-                ResponseModel.self, from: data, with: networkRequest.decoder ?? decoder)
-            return NetworkResponse(value: value, response: httpResponse, data: data)
+            let value = try ResponseKinds.stubbed(
+                ResponseModel.self, body: data, decoder: networkRequest.decoder ?? decoder,
+                destination: networkRequest.downloadDestination)
+            if let onProgress = networkRequest.onProgress {
+                // As a transfer reports: what was sent, then the whole body received.
+                let sent = Int64(request.body?.count ?? 0)
+                let received = Int64(data.count)
+                onProgress(
+                    TransferProgress(
+                        bytesSent: sent, totalBytesExpectedToSend: sent, bytesReceived: received,
+                        totalBytesExpectedToReceive: received))
+            }
+            let isFile = ResponseKinds.isFile(ResponseModel.self)
+            return NetworkResponse(value: value, response: httpResponse, data: isFile ? Data() : data)
         }
     }
 
@@ -351,18 +362,7 @@ public final class StubNetworkClient: NetworkClientProtocol {
     private func record<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>
     ) throws -> Request {
-        var body: Data?
-        if let value = request.body, RequestModel.self != VoidRequest.self {
-            if let data = value as? Data {
-                body = data
-            } else {
-                do {
-                    body = try (request.encoder ?? encoder).encode(value)
-                } catch {
-                    throw NetworkClientError.encodingFailed(underlying: error)
-                }
-            }
-        }
+        let body = try BodyKinds.kind(of: request)?.bytesInMemory(with: request.encoder ?? encoder)
         return Request(
             method: request.method, path: request.path, queryItems: request.queryItems ?? [],
             formItems: request.formItems ?? [], headers: request.additionalHeaders ?? [:], body: body,

@@ -42,7 +42,7 @@ struct DownloadTarget: Sendable {
     let acceptableStatusCodes: Set<Int>?
 
     func accepts(_ status: Int) -> Bool {
-        acceptableStatusCodes?.contains(status) ?? (200..<300).contains(status)
+        ResponseKinds.accepts(status, acceptableStatusCodes)
     }
 
     /// Takes the file URLSession wrote at `location`: for an acceptable status, moves it to the destination; for
