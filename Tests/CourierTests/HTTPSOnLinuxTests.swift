@@ -3,6 +3,10 @@ import Testing
 
 @testable import Courier
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// TLS failures get the `URLError` codes Apple's URLSession reports, so that one `catch` works on every platform.
 ///
 /// On Linux corelibs reports every TLS failure as `URLError(.unknown)` with libcurl's text as the description (and a
@@ -354,8 +358,7 @@ private final class TLSTestServer {
         }
         let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let port = Int(text) else {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            Self.kill(process)
             throw ServerDidNotStart(output: text)
         }
         self.port = port
@@ -364,7 +367,13 @@ private final class TLSTestServer {
 
     /// Ends the child process and waits for it.
     func stop() {
-        if process.isRunning { process.terminate() }
+        Self.kill(process)
+    }
+
+    /// SIGKILL, not `terminate()`: the test runner's worker threads block SIGTERM, and a child `Process` starts there
+    /// inherits that mask, so a SIGTERM would never arrive and `waitUntilExit()` would spin for ever.
+    private static func kill(_ process: Process) {
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
