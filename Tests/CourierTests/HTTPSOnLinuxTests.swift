@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackHTTPServer
 import Testing
 
 @testable import Courier
@@ -179,6 +180,50 @@ struct HTTPSOnLinuxTests {
         guard case .transportFailed(let urlError) = error else { throw ExpectedAFailure() }
         #expect(urlError.code == .secureConnectionFailed, "\(error)")
         #expect("\(error)".contains("SSL_connect"), "\(error)")
+    }
+
+    // MARK: What Courier cannot fix
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("libcurl sends a POST again on a new connection when the kept-alive one closes after the server read it")
+    func postResentAfterKeptAliveConnectionCloses() async throws {
+        let postHeads = Locked(0)
+        let server = try LoopbackServer(
+            requestBodyMode: { method, _ in
+                // Called when a request's head has arrived, before its body.
+                if method == "POST" { postHeads.withLock { $0 += 1 } }
+                return .buffer
+            },
+            handler: { request in
+                // The first POST is read in full, then the connection closes without an answer.
+                guard request.method == "POST" else { return .respond(status: 200, body: Data("ok".utf8)) }
+                let first = request.connectionID == 0
+                return first ? .raw(Data()) : .respond(status: 201, body: Data("created".utf8))
+            })
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.timeoutIntervalForRequest = 2
+        let client = NetworkClient(
+            configuration: NetworkConfiguration(sessionConfiguration: sessionConfiguration, baseURL: server.baseURL))
+        _ = try await client.run(NetworkRequest<VoidRequest, String>(path: "warm", method: .get))
+        let order = NetworkRequest<Data, String>(path: "orders", method: .post, body: Data(#"{"item":1}"#.utf8))
+        let outcome: Result<String, any Error>
+        do { outcome = .success(try await client.run(order).value) } catch { outcome = .failure(error) }
+
+        // The POST's head reached the server twice, the second time on a new connection: libcurl resent it on its
+        // own (RetryPolicy had no part in it, and would not retry a POST).
+        #expect(postHeads.withLock { $0 } == 2)
+        #expect(server.connectionCount == 2)
+        let bodies = server.recordedRequests.filter { $0.method == "POST" }.count
+        switch outcome {
+        case .success(let answer):
+            // The body went out again too: the server executed the order twice, and the caller saw one success.
+            #expect(bodies == 2 && answer == "created")
+        case .failure(let error):
+            // What happens here, run after run: the resend carries the head but not the body, and the call waits
+            // out the idle timeout (the server waits for the body it was promised).
+            #expect(bodies == 1)
+            #expect(FaultTests.transportCode(error) == .timedOut, "\(error)")
+        }
     }
     #endif
 }
