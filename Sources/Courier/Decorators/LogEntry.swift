@@ -134,6 +134,9 @@ public struct LogEntry: Sendable, CustomStringConvertible {
         case .badServerResponse: return "badServerResponse"
         case .cancelled: return "cancelled"
         case .secureConnectionFailed: return "secureConnectionFailed"
+        case .serverCertificateUntrusted: return "serverCertificateUntrusted"
+        case .serverCertificateHasBadDate: return "serverCertificateHasBadDate"
+        case .clientCertificateRequired: return "clientCertificateRequired"
         default: return "URLError \(code.rawValue)"
         }
     }
