@@ -100,12 +100,17 @@ struct PipelineWorld: Sendable {
 
         // Four callers at once with an expired token: one renewal, and every caller gets through with the new one.
         let callers = (0..<4).map { _ in
-            Task { try await client.run(Echo(path: "me", method: .get, queryItems: query, additionalHeaders: secretHeaders)) }
+            Task {
+                try await client.run(
+                    Echo(path: "me", method: .get, queryItems: query, additionalHeaders: secretHeaders))
+            }
         }
         for caller in callers {
             switch await caller.result {
             case .success(let response):
-                if response.value.header("Authorization") != "Bearer fresh-1" { problems.append("a caller was not renewed") }
+                if response.value.header("Authorization") != "Bearer fresh-1" {
+                    problems.append("a caller was not renewed")
+                }
             case .failure(let error): problems.append("a caller failed: \(error)")
             }
         }
@@ -129,7 +134,8 @@ struct PipelineWorld: Sendable {
         // A body with a password-like field, logged at debug.
         _ = try? await client.run(
             NetworkRequest<[String: String], EchoedRequest>(
-                path: "me", method: .post, body: ["newPassword": Secret.bodyPassword], additionalHeaders: secretHeaders))
+                path: "me", method: .post, body: ["newPassword": Secret.bodyPassword], additionalHeaders: secretHeaders)
+        )
 
         let written = log.everything
         for secret in [Secret.configuredHeader, Secret.queryToken, Secret.bodyPassword, "fresh-1", "expired"]
@@ -146,7 +152,8 @@ struct PipelineWorld: Sendable {
             defer { Task { await outbox.close() } }
             do {
                 try await outbox.enqueue(
-                    NetworkRequest<VoidRequest, VoidResponse>(path: "w", method: .post, additionalHeaders: secretHeaders),
+                    NetworkRequest<VoidRequest, VoidResponse>(
+                        path: "w", method: .post, additionalHeaders: secretHeaders),
                     kind: "write")
                 problems.append("the outbox stored the configured sensitive header")
             } catch OutboxError.secretHeader {

@@ -126,7 +126,8 @@ struct PipelineSafetyTests {
     // MARK: Redaction in logs
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("Debug: an interceptor's key echoed by the server, a JSON-escaped token and password-like fields are redacted")
+    @Test(
+        "Debug: an interceptor's key echoed by the server, a JSON-escaped token and password-like fields are redacted")
     func debugEchoes() async throws {
         let server = try echoServer()
         let configuration = server.configuration()
@@ -158,7 +159,10 @@ struct PipelineSafetyTests {
         let client = loggingClient(server.client(), level: .info, to: log)
         _ = try await client.run(
             Echo(path: "feed", method: .get, queryItems: [URLQueryItem(name: "TOKEN-77", value: nil)]))
-        #expect(log.lines == ["GET http://127.0.0.1:\(server.port)/feed?<redacted> -> 200, 12 ms, \(log.all[0].responseSize ?? 0) bytes"])
+        #expect(
+            log.lines == [
+                "GET http://127.0.0.1:\(server.port)/feed?<redacted> -> 200, 12 ms, \(log.all[0].responseSize ?? 0) bytes"
+            ])
     }
 
     // MARK: What the outbox stores
@@ -173,11 +177,18 @@ struct PipelineSafetyTests {
         let withPassword = URL(string: "http://ann:PW-9@127.0.0.1:\(server.port)")!
         let refused: [(NetworkRequest<Data, VoidResponse>, OutboxError)] = [
             (
-                NetworkRequest(path: "w", method: .post, queryItems: [URLQueryItem(name: "access_token", value: "QT-1")]),
+                NetworkRequest(
+                    path: "w", method: .post, queryItems: [URLQueryItem(name: "access_token", value: "QT-1")]),
                 .secretValue(name: "access_token", location: "the query")
             ),
-            (NetworkRequest(path: "w", method: .post, baseURL: withPassword), .secretValue(name: "user info", location: "the base URL")),
-            (NetworkRequest(path: "w", method: .post, additionalHeaders: ["X-Api-Key": "HK-1"]), .secretHeader(name: "X-Api-Key")),
+            (
+                NetworkRequest(path: "w", method: .post, baseURL: withPassword),
+                .secretValue(name: "user info", location: "the base URL")
+            ),
+            (
+                NetworkRequest(path: "w", method: .post, additionalHeaders: ["X-Api-Key": "HK-1"]),
+                .secretHeader(name: "X-Api-Key")
+            ),
             (
                 NetworkRequest(path: "w", method: .post, formItems: [URLFormItem(name: "password", value: "FP-1")]),
                 .secretValue(name: "password", location: "the form body")
@@ -199,13 +210,15 @@ struct PipelineSafetyTests {
     @Test("A stored result keeps no secret-named response header")
     func outboxStoredResultHeaders() async throws {
         let server = try LoopbackServer { _ in
-            .respond(status: 201, headers: [ServerHeader(name: "X-Auth-Token", value: "RT-4242")], body: Data("{}".utf8))
+            .respond(
+                status: 201, headers: [ServerHeader(name: "X-Auth-Token", value: "RT-4242")], body: Data("{}".utf8))
         }
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let outbox = try Outbox(directory: directory, client: server.client())
         let events = outbox.events()
-        try await outbox.enqueue(NetworkRequest<Data, VoidResponse>(path: "w", method: .post, body: Data("{}".utf8)), kind: "w")
+        try await outbox.enqueue(
+            NetworkRequest<Data, VoidResponse>(path: "w", method: .post, body: Data("{}".utf8)), kind: "w")
         _ = await firstEvent(events) { if case .sent = $0 { true } else { false } }
         // No handler is registered: the result is written to the journal to wait for one.
         let onDisk = { String(decoding: everyByte(under: directory), as: UTF8.self) }
@@ -251,7 +264,8 @@ struct PipelineSafetyTests {
         outbox.onResult(kind: "create", as: Created.self) { _, result in
             received.withLock { $0 = (try? result.get())?.value.postID ?? -1 }
         }
-        try await outbox.enqueue(NetworkRequest<Data, VoidResponse>(path: "p", method: .post, body: Data()), kind: "create")
+        try await outbox.enqueue(
+            NetworkRequest<Data, VoidResponse>(path: "p", method: .post, body: Data()), kind: "create")
         outbox.resume()
         #expect(await eventually { received.withLock { $0 } != nil })
         #expect(received.withLock { $0 } == 7)

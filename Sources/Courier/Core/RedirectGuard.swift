@@ -75,7 +75,8 @@ final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
     }
 
     /// `request` without the sensitive headers if it goes to another origin than `origin`.
-    func guarded(_ request: URLRequest, redirectedFrom origin: URL?, alsoRemoving extra: Set<String> = []) -> URLRequest {
+    func guarded(_ request: URLRequest, redirectedFrom origin: URL?, alsoRemoving extra: Set<String> = []) -> URLRequest
+    {
         guard let origin, let target = request.url, !Self.sameOrigin(origin, target) else { return request }
         var request = request
         for name in (request.allHTTPHeaderFields ?? [:]).keys

@@ -288,7 +288,8 @@ extension NetworkRequest {
     }
 
     /// The body and its content type: a form, `Data` as is, a file, a multipart form, JSON, or nothing.
-    private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (EncodedBody?, String?) {
+    private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (EncodedBody?, String?)
+    {
         if let formItems {
             guard body == nil else {
                 throw .invalidRequest(reason: "both formItems and body are set; a request has one body")

@@ -94,7 +94,8 @@ struct ClientFacts: Decodable, Sendable {
 
     /// The request that asks for them.
     static var request: NetworkRequest<VoidRequest, ClientFacts> {
-        NetworkRequest(method: .get, options: RequestOptions(allowsSharing: false, sendsCredential: false, allowsRetry: false))
+        NetworkRequest(
+            method: .get, options: RequestOptions(allowsSharing: false, sendsCredential: false, allowsRetry: false))
     }
 
     /// Asks `client` for the facts of the client at the bottom of its stack; `nil` if it cannot answer.

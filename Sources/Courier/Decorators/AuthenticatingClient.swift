@@ -73,7 +73,9 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         guard networkRequest.options.sendsCredential, !networkRequest.isLocalQuery else {
             return try await wrapped.run(networkRequest)
         }
-        let deadline = networkRequest.totalTimeout.map { DispatchTime.now() + min($0, NetworkConfiguration.maximumTimeout) }
+        let deadline = networkRequest.totalTimeout.map {
+            DispatchTime.now() + min($0, NetworkConfiguration.maximumTimeout)
+        }
         let (generation, failures, renewal) = state.withLock { ($0.generation, $0.failures, $0.renewal) }
         let credential: Authenticator.Credential
         let sentGeneration: Int

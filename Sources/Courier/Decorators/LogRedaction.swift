@@ -103,7 +103,8 @@ struct LogRedactor: Sendable {
 
     /// These rules, also redacting the header names in `names`.
     func adding(sensitiveHeaders names: Set<String>) -> LogRedactor {
-        names.isSubset(of: sensitiveHeaders) ? self : LogRedactor(rules, sensitiveHeaders: sensitiveHeaders.union(names))
+        names.isSubset(of: sensitiveHeaders)
+            ? self : LogRedactor(rules, sensitiveHeaders: sensitiveHeaders.union(names))
     }
 
     func isSecretHeader(_ name: String) -> Bool {

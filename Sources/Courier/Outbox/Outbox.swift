@@ -439,7 +439,8 @@ public final class Outbox: Sendable {
         in request: NetworkRequest<RequestModel, ResponseModel>, body: Data?, facts: ClientFacts?
     ) throws(OutboxError) {
         let sensitive = sensitiveHeaders.union(facts?.sensitiveHeaders ?? [])
-        for name in (request.additionalHeaders ?? [:]).keys where secrets.isSecretHeader(name, sensitiveHeaders: sensitive) {
+        for name in (request.additionalHeaders ?? [:]).keys
+        where secrets.isSecretHeader(name, sensitiveHeaders: sensitive) {
             throw .secretHeader(name: name)
         }
         if let baseURL = request.baseURL, baseURL.user != nil || baseURL.password != nil {
@@ -671,7 +672,8 @@ public final class Outbox: Sendable {
 
     /// Whether a response header is left out of a stored result.
     private func isSecretResponseHeader(_ name: String) -> Bool {
-        secrets.isSecretHeader(name, sensitiveHeaders: sensitiveHeaders.union(facts.withLock { $0 ?? nil }?.sensitiveHeaders ?? []))
+        secrets.isSecretHeader(
+            name, sensitiveHeaders: sensitiveHeaders.union(facts.withLock { $0 ?? nil }?.sensitiveHeaders ?? []))
     }
 
     /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.

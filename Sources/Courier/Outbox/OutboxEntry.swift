@@ -124,7 +124,8 @@ struct StoredResult: Codable, Sendable {
         case other(String)
     }
 
-    static func success(_ response: NetworkResponse<Data>, isSecretHeader: (String) -> Bool, now: Date) -> StoredResult {
+    static func success(_ response: NetworkResponse<Data>, isSecretHeader: (String) -> Bool, now: Date) -> StoredResult
+    {
         let http = response.response as? HTTPURLResponse
         return StoredResult(
             statusCode: response.statusCode, url: http?.url.map(Redaction.redactedURL),

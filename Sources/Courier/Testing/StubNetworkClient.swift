@@ -348,7 +348,9 @@ public final class StubNetworkClient: NetworkClientProtocol {
             origin != Origin.of(baseURL), !scope.additionalOrigins.contains(origin)
         else { return (request, false) }
         var request = request
-        request.additionalHeaders = request.additionalHeaders?.filter { !scope.headerNames.contains($0.key.lowercased()) }
+        request.additionalHeaders = request.additionalHeaders?.filter {
+            !scope.headerNames.contains($0.key.lowercased())
+        }
         return (request, true)
     }
 
