@@ -96,10 +96,13 @@ struct DownloadTarget: Sendable {
         return DownloadedFile(url: target, byteCount: size, contentType: contentType)
     }
 
-    /// `<caches>/Courier Downloads/<UUID>/<suggested file name>`.
+    /// `<caches>/Courier Downloads/<UUID>/<file name>`: the `Content-Disposition` file name, else the last path
+    /// component of the URL (corelibs' `suggestedFilename` says `Unknown` without the header).
     static func defaultDestination(_ response: URLResponse) -> URL {
+        let disposition = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Disposition")
+        let name = disposition != nil ? response.suggestedFilename : response.url?.lastPathComponent
         return downloadsFolder.appendingPathComponent(UUID().uuidString, isDirectory: true)
-            .appendingPathComponent(safeFileName(response.suggestedFilename))
+            .appendingPathComponent(safeFileName(name))
     }
 
     /// The server's file name as one plain name inside its folder: its last path component, or `download` when that
