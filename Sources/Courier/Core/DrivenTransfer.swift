@@ -55,9 +55,17 @@ final class DrivenTransfer: Expirable, Sendable {
         case cancelled
         case tooLarge
         case timedOut
-        /// The download's file could not be written.
+        /// The download's file could not be written, or the upload's file changed.
         case fileFailed(NetworkClientError)
+        /// The response cannot be what was asked for (a 206 to a request that sent no `Range`).
+        case badResponse(URLError)
     }
+
+    /// The most memory reserved for a body held in memory before its bytes arrive: 1 MiB. A declared
+    /// `Content-Length` is only a claim: reserving it whole let a server that declared 60 GB (under a 64 GB
+    /// ``NetworkConfiguration/maximumResponseSize``) trap the process, and 40 responses declaring 100 MiB each exhaust
+    /// a 4 GB address space. Beyond this the body grows with the bytes that actually arrive.
+    static let maximumUpfrontReservation = 1 << 20
 
     private struct State: Sendable {
         var continuation: CheckedContinuation<TransferResult, any Error>?
@@ -92,19 +100,28 @@ final class DrivenTransfer: Expirable, Sendable {
     let resume: DownloadResume?
     /// The upload body's length, when the task cannot report it (a stream body on Linux); `nil` otherwise.
     private let uploadLength: Int64?
+    /// The stream an upload's body is read from (on Linux): stopped when the transfer is interrupted.
+    private let uploadBody: FileBodyControl?
     private var limits: TransferLimits { request.limits }
     private let state = Locked(State())
 
     /// Delivers progress to the request's handler, if it has one.
     private let reporter: ProgressReporter?
 
-    /// - Parameter uploadLength: The body's length when the task's own expected count cannot tell it (a stream body).
-    init(task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil, uploadLength: Int64? = nil) {
+    /// - Parameters:
+    ///   - uploadLength: The body's length when the task's own expected count cannot tell it (a stream body).
+    ///   - uploadBody: The stream the body is read from, if any: a file that changes size fails the transfer at once.
+    init(
+        task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil, uploadLength: Int64? = nil,
+        uploadBody: FileBodyControl? = nil
+    ) {
         self.task = task
         self.request = request
         self.resume = resume
         self.uploadLength = uploadLength
+        self.uploadBody = uploadBody
         self.reporter = request.onProgress.map(ProgressReporter.init)
+        uploadBody?.onFailure { [weak self] error in self?.interrupt(.fileFailed(error)) }
     }
 
     /// Resumes the task; `continuation` receives the outcome once the delegate reports completion.
@@ -114,6 +131,7 @@ final class DrivenTransfer: Expirable, Sendable {
             return state.interruption
         }
         if let interruption {
+            uploadBody?.stop()
             // Cancelled before it started. The task must still run to its end for the session to let it go.
             continuation.resume(throwing: Self.error(for: interruption, limit: limits.maximumResponseSize))
             task.resume()
@@ -150,9 +168,9 @@ final class DrivenTransfer: Expirable, Sendable {
                 // The whole body in one piece (a small response): keep it rather than copy it.
                 state.body = data
             } else {
-                // Reserve the declared length once, so that the body is never copied as it grows.
+                // Reserve the declared length, up to a bound: a declared length is not memory to trust.
                 if state.body.isEmpty && state.expectedLength > 0 {
-                    state.body.reserveCapacity(Int(state.expectedLength))
+                    state.body.reserveCapacity(Int(min(state.expectedLength, Int64(Self.maximumUpfrontReservation))))
                 }
                 state.body.append(data)
             }
@@ -194,6 +212,11 @@ final class DrivenTransfer: Expirable, Sendable {
         if let partial, let http, status == 206 || status == 416 {
             guard status == 206, partial.isContinued(by: http) else { return restart(dropping: partial) }
             resumed = partial
+        } else if status == 206, partial == nil, request.urlRequest.value(forHTTPHeaderField: "Range") == nil {
+            // Part of a body nobody asked a part of: taken for the whole file, it would be a truncated one.
+            let reason = "the server answered 206 (Partial Content) to a request that sent no Range"
+            interrupt(.badResponse(URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: reason])))
+            return false
         } else if !download.accepts(status) {
             state.withLock { $0.response = response }
             return true
@@ -354,6 +377,7 @@ final class DrivenTransfer: Expirable, Sendable {
             return .some(state.continuation)
         }
         guard let continuation else { return }  // Already ended or interrupted.
+        uploadBody?.stop()
         guard let continuation else { return }  // Not started: `start` cancels the task.
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
         continuation.resume(throwing: Self.error(for: reason, limit: limits.maximumResponseSize))
@@ -414,11 +438,12 @@ final class DrivenTransfer: Expirable, Sendable {
             return
         }
         state.writer = nil
-        writer.close()
-        switch download.finish(writer.file, response: response) {
+        // Moved while its descriptor is open: what is renamed must be the file written, not one put in its place.
+        switch download.finish(writer.file, response: response, written: writer.identity()) {
         case .success(let file): state.file = file
         case .failure(let error): state.fileError = error
         }
+        writer.close()
     }
 
     /// Whether a download that failed with `error` may be resumed later: any transfer failure but a cancellation.
@@ -431,6 +456,7 @@ final class DrivenTransfer: Expirable, Sendable {
         case .cancelled: return CancellationError()
         case .tooLarge: return NetworkClientError.responseTooLarge(limit: limit)
         case .fileFailed(let error): return error
+        case .badResponse(let error): return error
         case .timedOut:
             let reason = "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
             return URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason])

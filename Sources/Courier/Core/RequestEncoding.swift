@@ -308,7 +308,7 @@ extension NetworkRequest {
             return (.file(upload.url), upload.effectiveContentType)
         }
         if let form = body as? MultipartFormData {
-            switch try form.encoded() {
+            switch try form.encoded(totalTimeout: totalTimeout) {
             case .data(let data, let contentType): return (.data(data), contentType)
             case .file(let file, let contentType): return (.stagedFile(file), contentType)
             }
