@@ -14,8 +14,10 @@ import Darwin
 /// The file belongs to the caller: Courier writes the body to a partial file beside the request's
 /// ``NetworkRequest/downloadDestination`` as it arrives and renames it there when complete, or by default puts it in a
 /// new folder under the user's caches directory (`Courier Downloads/<UUID>/<the server's file name>`), and never
-/// deletes it. A response whose status is not acceptable leaves no file behind: it throws
-/// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)`` with the body (up to
+/// deletes it. It replaces a regular file at the destination and nothing else: a folder, a symbolic link or another
+/// non-regular file there fails with ``NetworkClientError/fileAccessFailed(url:reason:)``, and so does a partial file
+/// replaced by another one (or a link) during the download. A response whose status is not acceptable leaves no file
+/// behind: it throws ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)`` with the body (up to
 /// ``NetworkConfiguration/maximumResponseSize``) as `data`. Downloads are not subject to the size limit.
 ///
 /// A download that fails on its way, from a server that offers ranges (`Accept-Ranges: bytes` and a strong `ETag` or

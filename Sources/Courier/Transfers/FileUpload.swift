@@ -4,8 +4,10 @@ import Foundation
 /// `NetworkRequest<FileUpload, R>(path: "/upload", method: .put, body: FileUpload(url: fileURL))`.
 ///
 /// The file is read as the request is sent (and again if a decorator such as `retrying()` sends it again), with its
-/// size as `Content-Length`. A file that does not exist or cannot be read fails with
-/// ``NetworkClientError/fileAccessFailed(url:reason:)`` before anything is sent.
+/// size as `Content-Length`. A file that does not exist, cannot be read or is not a regular file (a folder, a FIFO, a
+/// device such as `/dev/zero`, a socket, or a link to one) fails with
+/// ``NetworkClientError/fileAccessFailed(url:reason:)`` before anything is sent. On Linux exactly that size is sent,
+/// never more; a file that grows or shrinks before it has been sent fails the call at once with `fileAccessFailed`.
 public struct FileUpload: Encodable, Hashable, Sendable {
     /// The file to send.
     public let url: URL

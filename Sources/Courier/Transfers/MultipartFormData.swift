@@ -24,8 +24,9 @@ import Darwin
 /// - A body up to ``inMemoryThreshold`` (10 MiB) is built in memory. A larger one is written to a temporary file,
 ///   streamed from it, and the file is removed after success, failure and cancellation alike. `Content-Length` is
 ///   always sent.
-/// - A file part that does not exist or cannot be read fails with ``NetworkClientError/fileAccessFailed(url:reason:)``
-///   before anything is sent.
+/// - A file part that does not exist, cannot be read or is not a regular file (a folder, a FIFO, a device such as
+///   `/dev/zero`) fails with ``NetworkClientError/fileAccessFailed(url:reason:)`` before anything is sent; so does one
+///   that changes size while it is read, or whose reading the caller cancels or the request's `totalTimeout` ends.
 public struct MultipartFormData: Encodable, Sendable {
     /// Bodies up to this size, in bytes, are built in memory; larger ones are staged in a temporary file: 10 MiB.
     public static let inMemoryThreshold = 10 * 1024 * 1024
