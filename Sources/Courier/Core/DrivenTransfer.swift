@@ -67,7 +67,7 @@ final class DrivenTransfer: Expirable, Sendable {
     /// a 4 GB address space. Beyond this the body grows with the bytes that actually arrive.
     static let maximumUpfrontReservation = 1 << 20
 
-    private struct State: Sendable {
+    fileprivate struct State: Sendable {
         var continuation: CheckedContinuation<TransferResult, any Error>?
         var interruption: Interruption?
         var body = Data()
@@ -305,8 +305,11 @@ final class DrivenTransfer: Expirable, Sendable {
     /// error's body that reached the limit, and for a 401 that corelibs would hold forever (see the challenge handling in
     /// `DrivenSession.swift`).
     func endWithResponse() -> Bool {
-        let ended = state.withLock {
-            state -> (CheckedContinuation<TransferResult, any Error>, Result<TransferResult, any Error>)? in
+        typealias Ended = (
+            continuation: CheckedContinuation<TransferResult, any Error>,
+            outcome: Result<TransferResult, any Error>?, move: PendingMove?
+        )
+        let ended = state.withLock { state -> Ended? in
             guard !state.isComplete, state.interruption == nil, let continuation = state.continuation,
                 state.response != nil
             else {
@@ -314,12 +317,21 @@ final class DrivenTransfer: Expirable, Sendable {
             }
             state.isComplete = true
             state.continuation = nil
-            endDownload(&state, error: nil)
-            return (continuation, Self.outcome(of: &state, error: nil, limit: limits.maximumResponseSize))
+            if let move = endDownload(&state, error: nil) { return (continuation, nil, move) }
+            return (continuation, Self.outcome(of: &state, error: nil, limit: limits.maximumResponseSize), nil)
         }
-        guard let (continuation, outcome) = ended else { return false }
+        guard let ended else { return false }
+        var outcome = ended.outcome
+        if let move = ended.move {
+            // Renamed outside the lock: no file I/O while it is held.
+            let moved = move.perform()
+            outcome = state.withLock { state in
+                state.record(moved)
+                return Self.outcome(of: &state, error: nil, limit: limits.maximumResponseSize)
+            }
+        }
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
-        continuation.resume(with: outcome)
+        ended.continuation.resume(with: outcome ?? .failure(URLError(.badServerResponse)))
         cancelTask()
         return true
     }
@@ -393,40 +405,70 @@ final class DrivenTransfer: Expirable, Sendable {
     /// The delegate reported the end of the task: resume the caller with the outcome.
     func complete(error: (any Error)?) {
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
-        typealias Ending = (
-            CheckedContinuation<TransferResult, any Error>?, Result<TransferResult, any Error>, TransferProgress?
-        )
-        let (continuation, outcome, progress) = state.withLock { state -> Ending in
-            guard !state.isComplete else { return (nil, .failure(CancellationError()), nil) }  // Ended early.
+        let (first, move) = state.withLock { state -> (Ending?, PendingMove?) in
+            guard !state.isComplete else { return ((nil, .failure(CancellationError()), nil), nil) }  // Ended early.
             state.isComplete = true
-            endDownload(&state, error: error)
-            defer { state.continuation = nil }
-            let outcome = Self.outcome(of: &state, error: error, limit: limits.maximumResponseSize)
-            var progress: TransferProgress?
-            if case .success(.response(let received)) = outcome {
-                // The last report ends at the total, however much the server had declared.
-                let total = received.file?.byteCount ?? Int64(received.data.count)
-                state.progress.bytesReceived = total
-                state.progress.totalBytesExpectedToReceive = total
-                progress = state.progress
-            }
-            return (state.continuation, outcome, progress)
+            if let move = endDownload(&state, error: error) { return (nil, move) }
+            return (ending(&state, error: error), nil)
         }
-        guard let continuation else { return }
+        var ended = first
+        if let move {
+            // Renamed outside the lock: no file I/O while it is held. `isComplete` keeps everyone else out meanwhile.
+            let moved = move.perform()
+            ended = state.withLock { state in
+                state.record(moved)
+                return ending(&state, error: error)
+            }
+        }
+        guard let (continuation, outcome, progress) = ended, let continuation else { return }
         guard let reporter else { return continuation.resume(with: outcome) }
         // The caller hears of the end after the last report.
         reporter.finish(with: progress) { continuation.resume(with: outcome) }
     }
 
-    /// A download's task ended: its complete body is moved into place; the bytes of one that failed on its way (the
-    /// connection dropped, say) are kept for a later run.
-    private func endDownload(_ state: inout State, error: (any Error)?) {
-        guard state.interruption == nil else { return }  // Settled when it was interrupted.
+    private typealias Ending = (
+        CheckedContinuation<TransferResult, any Error>?, Result<TransferResult, any Error>, TransferProgress?
+    )
+
+    /// The caller to resume, the outcome, and the last progress report, taken from `state` once the transfer ended.
+    private func ending(_ state: inout State, error: (any Error)?) -> Ending {
+        defer { state.continuation = nil }
+        let outcome = Self.outcome(of: &state, error: error, limit: limits.maximumResponseSize)
+        var progress: TransferProgress?
+        if case .success(.response(let received)) = outcome {
+            // The last report ends at the total, however much the server had declared.
+            let total = received.file?.byteCount ?? Int64(received.data.count)
+            state.progress.bytesReceived = total
+            state.progress.totalBytesExpectedToReceive = total
+            progress = state.progress
+        }
+        return (state.continuation, outcome, progress)
+    }
+
+    /// A download's complete body, taken from the state to be moved into place outside the lock.
+    struct PendingMove: Sendable {
+        let writer: DownloadWriter
+        let response: URLResponse
+        let download: DownloadTarget
+
+        /// Moves the file into place while its descriptor is still open (what is renamed must be the file written,
+        /// not one put in its place), then closes it.
+        func perform() -> Result<DownloadedFile, NetworkClientError> {
+            defer { writer.close() }
+            return download.finish(writer.file, response: response, written: writer.identity())
+        }
+    }
+
+    /// A download's task ended: its complete body is returned to be moved into place (``PendingMove/perform()``,
+    /// outside the lock); the bytes of one that failed on its way (the connection dropped, say) are kept for a later
+    /// run.
+    private func endDownload(_ state: inout State, error: (any Error)?) -> PendingMove? {
+        guard state.interruption == nil else { return nil }  // Settled when it was interrupted.
         guard let writer = state.writer, error == nil, let response = state.response, let download = request.download
         else {
             // Not a cancellation: a later run may resume. An unacceptable status (503, say) keeps the bytes too.
             Self.settleDownload(&state, resume: resume, keep: error.map(Self.canResume) ?? true)
-            return
+            return nil
         }
         if let total = writer.total, writer.length != total {
             // The server ended the body early (a range shorter than announced, say): what arrived is kept.
@@ -435,15 +477,10 @@ final class DrivenTransfer: Expirable, Sendable {
             state.transferError = URLError(
                 .networkConnectionLost,
                 userInfo: [NSLocalizedDescriptionKey: "the download ended after \(writer.length) of \(total) bytes"])
-            return
+            return nil
         }
         state.writer = nil
-        // Moved while its descriptor is open: what is renamed must be the file written, not one put in its place.
-        switch download.finish(writer.file, response: response, written: writer.identity()) {
-        case .success(let file): state.file = file
-        case .failure(let error): state.fileError = error
-        }
-        writer.close()
+        return PendingMove(writer: writer, response: response, download: download)
     }
 
     /// Whether a download that failed with `error` may be resumed later: any transfer failure but a cancellation.
@@ -477,5 +514,15 @@ final class DrivenTransfer: Expirable, Sendable {
         let body = state.body
         state.body = Data()
         return .success(.response(ReceivedResponse(data: body, response: response, file: state.file)))
+    }
+}
+
+extension DrivenTransfer.State {
+    /// Records where a download's file was moved, or why it could not be.
+    fileprivate mutating func record(_ moved: Result<DownloadedFile, NetworkClientError>) {
+        switch moved {
+        case .success(let file): self.file = file
+        case .failure(let error): fileError = error
+        }
     }
 }
