@@ -206,6 +206,42 @@ struct TransferHostileTests {
         }
     }
 
+    /// A session delegate of the caller's own: Courier cannot drive such a session and sends through its tasks.
+    final class CallersDelegate: NSObject, URLSessionDataDelegate, Sendable {}
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("On a caller's session with its own delegate, a file that grows during a FileUpload fails the same way")
+    func growingUploadFileOnCallersSession() async throws {
+        try await MemoryHeavyTests.exclusively {
+            let folder = try Self.scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("upload.bin")
+            try Data(count: Self.uploadSize).write(to: file)
+            let (headArrived, release) = (Gate(), Gate())
+            let server = try Self.heldUploadServer(headArrived: headArrived, release: release)
+            let session = URLSession(
+                configuration: .ephemeral, delegate: CallersDelegate(), delegateQueue: nil)
+            defer { session.finishTasksAndInvalidate() }
+            let client = NetworkClient(configuration: NetworkConfiguration(session: session, baseURL: server.baseURL))
+            let upload = NetworkRequest<FileUpload, String>(path: "upload", method: .post, body: FileUpload(url: file))
+            let call = Task { try await client.run(upload).value }
+            #expect(await Task.detached { headArrived.wait() }.value, "the upload reached the server")
+
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+            try handle.close()
+            release.open()
+
+            await #expect {
+                _ = try await call.value
+            } throws: { error in
+                Self.isFileAccessFailure(error, url: file, containing: "changed size")
+            }
+            #expect(!server.recordedRequests.contains { $0.path == "/smuggled" }, "no smuggled request ran")
+        }
+    }
+
     // MARK: 5. The partial file swapped during a download
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
