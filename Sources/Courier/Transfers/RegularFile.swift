@@ -49,7 +49,7 @@ enum RegularFile {
     /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` as ``size(of:)`` does, or when the file cannot
     ///   be opened.
     static func openForReading(_ url: URL) throws(NetworkClientError) -> (descriptor: Int32, size: Int64) {
-        _ = try size(of: url)  // Never `open` a FIFO: on Linux even O_NONBLOCK is not needed then, but kept below.
+        _ = try size(of: url)  // Checked before the open: opening a FIFO blocks until a writer comes.
         let descriptor = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else {
             let code = errno
