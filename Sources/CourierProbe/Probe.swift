@@ -28,6 +28,17 @@ enum Scenario: String, CaseIterable {
     /// completes after the cancel removed it (`_EasyHandle._PauseState.setState`, CURLE_BAD_FUNCTION_ARGUMENT). The
     /// refused uploads never trapped it; they check that a body the server does not read ends the call.
     case cancelledUploads = "cancelled-uploads"
+    /// `FileUpload`s and multipart file parts of `/dev/zero`, a FIFO nobody writes to, and links to them: each fails
+    /// with `fileAccessFailed` at once, and another client's request still completes. Before Courier accepted regular
+    /// files only, the FIFO froze every URLSession in the process and `/dev/zero` in a form grew without bound.
+    case specialFileBodies = "special-file-bodies"
+    /// Responses that declare far more than they send: 60 GB under a 64 GB `maximumResponseSize`, then a close (a
+    /// typed error, where reserving the declared length trapped); and 40 at once declaring 100 MiB each, held open,
+    /// under an address-space limit 2.5 GB above what the process uses (reserving each length exhausted it).
+    case declaredLengths = "declared-lengths"
+    /// A download into a folder this process may not write to (as `nobody` when run as root): `fileAccessFailed`
+    /// whose reason names EACCES, where it used to say ENOENT.
+    case readOnlyDownloadFolder = "read-only-download-folder"
 }
 
 /// The parsed command line.
@@ -117,6 +128,9 @@ private func run(_ options: ProbeOptions) async -> (Bool, String) {
         return await massCancel(configuration, server: server, options: options)
     case .callersCode: return await callersCode()
     case .cancelledUploads: return await cancelledUploads(options)
+    case .specialFileBodies: return await specialFileBodies(server)
+    case .declaredLengths: return await declaredLengths()
+    case .readOnlyDownloadFolder: return await readOnlyDownloadFolder(server)
     }
 }
 

@@ -386,6 +386,18 @@ final class Connection {
                 bomb.body, status: status, headers: headers, chunked: false, declaredLength: bomb.compressedSize,
                 holdAfter: holdAfter, head: head)
 
+        case .split(let status, let headers, let body, let splitAt, let between):
+            let close = head.wantsClose
+            buildHead(status: status, headers: headers, contentLength: body.count, close: close)
+            let first = head.isHEAD ? Data() : body.prefix(max(0, min(splitAt, body.count)))
+            guard sendHeadAndBody(first) else { return (.close, true) }
+            if head.isHEAD { return (close ? .close : .keepAlive, false) }
+            between()
+            let rest = body.dropFirst(first.count)
+            guard rest.isEmpty || rest.withUnsafeBytes({ sendAll(fd, $0) }) else { return (.close, true) }
+            if !rest.isEmpty { core.bodyBytesSent(rest.count) }
+            return (close ? .close : .keepAlive, false)
+
         case .interimForever(let status, let interval):
             output.removeAll(keepingCapacity: true)
             append("HTTP/1.1 ")

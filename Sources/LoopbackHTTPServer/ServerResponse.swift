@@ -51,6 +51,10 @@ public enum ServerResponse: Sendable {
     /// a final response, until the client closes the connection or the server stops. Each one is counted in
     /// `LoopbackServer.interimResponsesSent`.
     case interimForever(status: Int = 102, interval: Duration)
+    /// A response sent in two parts: the head (with `Content-Length: body.count`) and the first `splitAt` bytes of
+    /// `body`, then `between()` runs on the connection's thread (a test opens the way there, for example waiting on a
+    /// gate, or acts on the client's half-received file), then the rest of `body`. Ends early if the client goes away.
+    case split(status: Int = 200, headers: [ServerHeader] = [], body: Data, splitAt: Int, between: @Sendable () -> Void)
 
     /// The `Content-Length` of a `.gzipBomb(expandedSize:)` response: the size of the gzip stream in bytes.
     public static func gzipBombCompressedSize(expandedSize: Int) -> Int {

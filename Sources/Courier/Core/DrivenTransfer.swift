@@ -58,11 +58,19 @@ final class DrivenTransfer: Expirable, Sendable {
         case cancelled
         case tooLarge
         case timedOut
-        /// The download's file could not be written.
+        /// The download's file could not be written, or the upload's file changed.
         case fileFailed(NetworkClientError)
+        /// The response cannot be what was asked for (a 206 to a request that sent no `Range`).
+        case badResponse(URLError)
     }
 
-    private struct State: Sendable {
+    /// The most memory reserved for a body held in memory before its bytes arrive: 1 MiB. A declared
+    /// `Content-Length` is only a claim: reserving it whole let a server that declared 60 GB (under a 64 GB
+    /// ``NetworkConfiguration/maximumResponseSize``) trap the process, and 40 responses declaring 100 MiB each exhaust
+    /// a 4 GB address space. Beyond this the body grows with the bytes that actually arrive.
+    static let maximumUpfrontReservation = 1 << 20
+
+    fileprivate struct State: Sendable {
         var continuation: CheckedContinuation<TransferResult, any Error>?
         var interruption: Interruption?
         var body = Data()
@@ -76,8 +84,13 @@ final class DrivenTransfer: Expirable, Sendable {
         /// cancellation error the task then reports.
         var restarts = false
         var refusal: String?
-        /// The file a download's acceptable body is written to.
+        /// The file a download's acceptable body is written to; `nil` while a piece is being written to it (outside
+        /// the lock: no file I/O under it), when `isWriting` is true.
         var writer: DownloadWriter?
+        var isWriting = false
+        /// An interruption that came while a piece was being written: whether to keep the file, and the caller to
+        /// resume once the writing thread has settled it.
+        var settleAfterWrite: (keep: Bool, continuation: CheckedContinuation<TransferResult, any Error>?)?
         /// Why a transfer the task completed without error failed all the same (a download shorter than announced).
         var transferError: URLError?
         /// The download's body is not acceptable and its first `maximumResponseSize` bytes are in `body`: the rest is
@@ -95,19 +108,28 @@ final class DrivenTransfer: Expirable, Sendable {
     let resume: DownloadResume?
     /// The upload body's length, when the task cannot report it (a stream body on Linux); `nil` otherwise.
     private let uploadLength: Int64?
+    /// The stream an upload's body is read from (on Linux): stopped when the transfer is interrupted.
+    private let uploadBody: FileBodyControl?
     private var limits: TransferLimits { request.limits }
     private let state = Locked(State())
 
     /// Delivers progress to the request's handler, if it has one.
     private let reporter: ProgressReporter?
 
-    /// - Parameter uploadLength: The body's length when the task's own expected count cannot tell it (a stream body).
-    init(task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil, uploadLength: Int64? = nil) {
+    /// - Parameters:
+    ///   - uploadLength: The body's length when the task's own expected count cannot tell it (a stream body).
+    ///   - uploadBody: The stream the body is read from, if any: a file that changes size fails the transfer at once.
+    init(
+        task: URLSessionTask, request: TransferRequest, resume: DownloadResume? = nil, uploadLength: Int64? = nil,
+        uploadBody: FileBodyControl? = nil
+    ) {
         self.task = task
         self.request = request
         self.resume = resume
         self.uploadLength = uploadLength
+        self.uploadBody = uploadBody
         self.reporter = request.onProgress.map(ProgressReporter.init)
+        uploadBody?.onFailure { [weak self] error in self?.interrupt(.fileFailed(error)) }
     }
 
     /// Resumes the task; `continuation` receives the outcome once the delegate reports completion.
@@ -117,6 +139,7 @@ final class DrivenTransfer: Expirable, Sendable {
             return state.interruption
         }
         if let interruption {
+            uploadBody?.stop()
             // Cancelled before it started. The task must still run to its end for the session to let it go.
             continuation.resume(throwing: Self.error(for: interruption, limit: limits.maximumResponseSize))
             task.resume()
@@ -153,9 +176,9 @@ final class DrivenTransfer: Expirable, Sendable {
                 // The whole body in one piece (a small response): keep it rather than copy it.
                 state.body = data
             } else {
-                // Reserve the declared length once, so that the body is never copied as it grows.
+                // Reserve the declared length, up to a bound: a declared length is not memory to trust.
                 if state.body.isEmpty && state.expectedLength > 0 {
-                    state.body.reserveCapacity(Int(state.expectedLength))
+                    state.body.reserveCapacity(Int(min(state.expectedLength, Int64(Self.maximumUpfrontReservation))))
                 }
                 state.body.append(data)
             }
@@ -197,6 +220,11 @@ final class DrivenTransfer: Expirable, Sendable {
         if let partial, let http, status == 206 || status == 416 {
             guard status == 206, partial.isContinued(by: http) else { return restart(dropping: partial) }
             resumed = partial
+        } else if status == 206, partial == nil, request.urlRequest.value(forHTTPHeaderField: "Range") == nil {
+            // Part of a body nobody asked a part of: taken for the whole file, it would be a truncated one.
+            let reason = "the server answered 206 (Partial Content) to a request that sent no Range"
+            interrupt(.badResponse(URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: reason])))
+            return false
         } else if !download.accepts(status) {
             state.withLock { $0.response = response }
             return true
@@ -217,16 +245,17 @@ final class DrivenTransfer: Expirable, Sendable {
             interrupt(.fileFailed(error as? NetworkClientError ?? .invalidRequest(reason: "\(error)")))
             return false
         }
-        let opened = state.withLock { state -> Bool in
-            guard state.interruption == nil else { return false }
+        let (opened, replaced) = state.withLock { state -> (Bool, DownloadWriter?) in
+            guard state.interruption == nil else { return (false, nil) }
             // A second head on one task (corelibs resending with a credential) replaces the first one's file.
-            state.writer?.discard()
+            let replaced = state.writer
             state.response = response
             state.writer = writer
             state.progress.bytesReceived = writer.length
             state.progress.totalBytesExpectedToReceive = total
-            return true
+            return (true, replaced)
         }
+        replaced?.discard()
         guard opened else {
             // Interrupted meanwhile: a resumed partial file was kept by the interruption, a new one is not needed.
             if resumed != nil { writer.close() } else { writer.discard() }
@@ -256,28 +285,55 @@ final class DrivenTransfer: Expirable, Sendable {
 
     /// A piece of a download's body: written to its file, or kept (up to the limit) as an error's body.
     private func receivedDownload(_ data: Data) {
-        let (failure, progress, errorBodyIsFull) = state.withLock {
-            state -> (NetworkClientError?, TransferProgress?, Bool) in
-            guard state.interruption == nil else { return (nil, nil, false) }
-            guard var writer = state.writer else {
+        let (taken, errorBodyIsFull) = state.withLock { state -> (DownloadWriter?, Bool) in
+            guard state.interruption == nil else { return (nil, false) }
+            guard let writer = state.writer else {
                 // An error's body: its first `maximumResponseSize` bytes, then the transfer ends.
-                guard !state.errorBodyIsFull, !state.restarts else { return (nil, nil, false) }
+                guard !state.errorBodyIsFull, !state.restarts else { return (nil, false) }
                 state.body.append(data.prefix(limits.maximumResponseSize - state.body.count))
                 state.errorBodyIsFull = state.body.count >= limits.maximumResponseSize
-                return (nil, nil, state.errorBodyIsFull)
+                return (nil, state.errorBodyIsFull)
             }
-            do {
-                try writer.write(data)
-            } catch {
-                return (error as? NetworkClientError, nil, false)
+            // Taken out while it is written: an interruption meanwhile leaves it to this thread to settle.
+            state.writer = nil
+            state.isWriting = true
+            return (writer, false)
+        }
+        if errorBodyIsFull { _ = endWithResponse() }
+        guard var writer = taken else { return }
+        var failure: NetworkClientError?
+        do {
+            try writer.write(data)
+        } catch {
+            failure = error as? NetworkClientError ?? .fileAccessFailed(url: writer.file, reason: "\(error)")
+        }
+        typealias Afterwards = (
+            progress: TransferProgress?, settlement: Settlement?,
+            interrupted: (continuation: CheckedContinuation<TransferResult, any Error>?, keep: Bool)?
+        )
+        let afterwards = state.withLock { state -> Afterwards in
+            state.isWriting = false
+            if let pending = state.settleAfterWrite {
+                state.settleAfterWrite = nil
+                return (nil, Settlement(writer: writer, keep: pending.keep), (pending.continuation, pending.keep))
             }
             state.writer = writer
+            guard failure == nil else { return (nil, nil, nil) }
             state.progress.bytesReceived = writer.length
-            return (nil, state.progress, false)
+            return (state.progress, nil, nil)
+        }
+        if let interrupted = afterwards.interrupted {
+            // Interrupted while the piece was written: settled now, then the caller hears of it.
+            afterwards.settlement?.perform(resume: resume)
+            if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
+            if let continuation = interrupted.continuation, let reason = state.withLock({ $0.interruption }) {
+                continuation.resume(throwing: Self.error(for: reason, limit: limits.maximumResponseSize))
+            }
+            cancelTask()
+            return
         }
         if let failure { interrupt(.fileFailed(failure)) }
-        if let progress { reporter?.report(progress) }
-        if errorBodyIsFull { _ = endWithResponse() }
+        if let progress = afterwards.progress { reporter?.report(progress) }
     }
 
     /// Resumes the caller with the response and what arrived so far (the body in memory, or a download's file, moved
@@ -285,8 +341,11 @@ final class DrivenTransfer: Expirable, Sendable {
     /// error's body that reached the limit, and for a 401 that corelibs would hold forever (see the challenge handling in
     /// `DrivenSession.swift`).
     func endWithResponse() -> Bool {
-        let ended = state.withLock {
-            state -> (CheckedContinuation<TransferResult, any Error>, Result<TransferResult, any Error>)? in
+        typealias Ended = (
+            continuation: CheckedContinuation<TransferResult, any Error>,
+            outcome: Result<TransferResult, any Error>?, work: Completion?
+        )
+        let ended = state.withLock { state -> Ended? in
             guard !state.isComplete, state.interruption == nil, let continuation = state.continuation,
                 state.response != nil
             else {
@@ -294,12 +353,23 @@ final class DrivenTransfer: Expirable, Sendable {
             }
             state.isComplete = true
             state.continuation = nil
-            endDownload(&state, error: nil)
-            return (continuation, Self.outcome(of: &state, error: nil, limit: limits.maximumResponseSize))
+            let work = endDownload(&state, error: nil)
+            if case .move = work { return (continuation, nil, work) }
+            return (continuation, Self.outcome(of: &state, error: nil, limit: limits.maximumResponseSize), work)
         }
-        guard let (continuation, outcome) = ended else { return false }
+        guard let ended else { return false }
+        var outcome = ended.outcome
+        if case .settle(let settlement)? = ended.work { settlement.perform(resume: resume) }
+        if case .move(let move)? = ended.work {
+            // Renamed outside the lock: no file I/O while it is held.
+            let moved = move.perform()
+            outcome = state.withLock { state in
+                state.record(moved)
+                return Self.outcome(of: &state, error: nil, limit: limits.maximumResponseSize)
+            }
+        }
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
-        continuation.resume(with: outcome)
+        ended.continuation.resume(with: outcome ?? .failure(URLError(.badServerResponse)))
         cancelTask()
         return true
     }
@@ -307,21 +377,50 @@ final class DrivenTransfer: Expirable, Sendable {
     /// Closes a download's file when the transfer ends without it: kept for a later run of the same request when
     /// `keep` is true and the response can be resumed, deleted otherwise. A partial download this run was to
     /// resume, and never opened, is kept or deleted the same way.
-    private static func settleDownload(_ state: inout State, resume: DownloadResume?, keep: Bool) {
+    ///
+    /// Decided under the lock, carried out (``Settlement/perform(resume:)``) outside it. `nil` when there is nothing
+    /// to settle, or when a piece is being written: the writing thread then settles the file (`settleAfterWrite`).
+    private static func settlement(_ state: inout State, resume: DownloadResume?, keep: Bool) -> Settlement? {
         if let writer = state.writer {
             state.writer = nil
-            if keep, let resume, let partial = writer.keep() {
-                resume.store.keep(partial, for: resume.key)
-            } else if !keep || resume == nil {
-                writer.discard()
-            }
-        } else if let resume, let partial = resume.partial, !state.restarts,
-            FileManager.default.fileExists(atPath: partial.file.path)
-        {
-            if keep {
-                resume.store.keep(partial, for: resume.key)
-            } else {
-                try? FileManager.default.removeItem(at: partial.file)
+            return Settlement(writer: writer, keep: keep)
+        }
+        if state.isWriting { return nil }
+        guard let partial = resume?.partial, !state.restarts else { return nil }
+        return Settlement(untouched: partial, keep: keep)
+    }
+
+    /// What to do with a download's file when its transfer ends without it, done outside the lock.
+    struct Settlement: Sendable {
+        /// The file being written, to keep or delete.
+        var writer: DownloadWriter?
+        /// The partial download this run was to resume and never opened.
+        var untouched: PartialDownload?
+        var keep: Bool
+
+        init(writer: DownloadWriter, keep: Bool) {
+            self.writer = writer
+            self.keep = keep
+        }
+
+        init(untouched: PartialDownload, keep: Bool) {
+            self.untouched = untouched
+            self.keep = keep
+        }
+
+        func perform(resume: DownloadResume?) {
+            if let writer {
+                if keep, let resume, let partial = writer.keep() {
+                    resume.store.keep(partial, for: resume.key)
+                } else if !keep || resume == nil {
+                    writer.discard()
+                }
+            } else if let resume, let partial = untouched, FileManager.default.fileExists(atPath: partial.file.path) {
+                if keep {
+                    resume.store.keep(partial, for: resume.key)
+                } else {
+                    try? FileManager.default.removeItem(at: partial.file)
+                }
             }
         }
     }
@@ -345,19 +444,26 @@ final class DrivenTransfer: Expirable, Sendable {
     /// reads from the socket, and a few megabytes of gzip inflate to gigabytes within one read: the rest is dropped
     /// as it arrives, and the task ends in the background.
     func interrupt(_ reason: Interruption) {
-        let continuation = state.withLock { state -> CheckedContinuation<TransferResult, any Error>?? in
+        typealias Interrupted = (continuation: CheckedContinuation<TransferResult, any Error>?, settlement: Settlement?)
+        let interrupted = state.withLock { state -> Interrupted? in
             guard state.interruption == nil && !state.isComplete else { return nil }
             state.interruption = reason
             state.body = Data()
             // A download's bytes so far are kept for a later run when the deadline passed, not when it was cancelled.
             var keep = false
             if case .timedOut = reason { keep = true }
-            Self.settleDownload(&state, resume: resume, keep: keep)
             defer { state.continuation = nil }
-            return .some(state.continuation)
+            if state.isWriting {
+                // The writing thread settles the file and then resumes the caller, who finds it settled.
+                state.settleAfterWrite = (keep, state.continuation)
+                return (nil, nil)
+            }
+            return (state.continuation, Self.settlement(&state, resume: resume, keep: keep))
         }
-        guard let continuation else { return }  // Already ended or interrupted.
-        guard let continuation else { return }  // Not started: `start` cancels the task.
+        guard let interrupted else { return }  // Already ended or interrupted.
+        uploadBody?.stop()
+        interrupted.settlement?.perform(resume: resume)
+        guard let continuation = interrupted.continuation else { return }  // Not started, or being written.
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
         continuation.resume(throwing: Self.error(for: reason, limit: limits.maximumResponseSize))
         cancelTask()
@@ -372,56 +478,93 @@ final class DrivenTransfer: Expirable, Sendable {
     /// The delegate reported the end of the task: resume the caller with the outcome.
     func complete(error: (any Error)?) {
         if limits.deadline != nil { DeadlineMonitor.shared.remove(self) }
-        typealias Ending = (
-            CheckedContinuation<TransferResult, any Error>?, Result<TransferResult, any Error>, TransferProgress?
-        )
-        let (continuation, outcome, progress) = state.withLock { state -> Ending in
-            guard !state.isComplete else { return (nil, .failure(CancellationError()), nil) }  // Ended early.
+        let (first, work) = state.withLock { state -> (Ending?, Completion?) in
+            guard !state.isComplete else { return ((nil, .failure(CancellationError()), nil), nil) }  // Ended early.
             state.isComplete = true
-            endDownload(&state, error: error)
-            defer { state.continuation = nil }
-            let outcome = Self.outcome(of: &state, error: error, limit: limits.maximumResponseSize)
-            var progress: TransferProgress?
-            if case .success(.response(let received)) = outcome {
-                // The last report ends at the total, however much the server had declared.
-                let total = received.file?.byteCount ?? Int64(received.data.count)
-                state.progress.bytesReceived = total
-                state.progress.totalBytesExpectedToReceive = total
-                progress = state.progress
-            }
-            return (state.continuation, outcome, progress)
+            let work = endDownload(&state, error: error)
+            if case .move = work { return (nil, work) }
+            return (ending(&state, error: error), work)
         }
-        guard let continuation else { return }
+        var ended = first
+        if case .settle(let settlement)? = work { settlement.perform(resume: resume) }
+        if case .move(let move)? = work {
+            // Renamed outside the lock: no file I/O while it is held. `isComplete` keeps everyone else out meanwhile.
+            let moved = move.perform()
+            ended = state.withLock { state in
+                state.record(moved)
+                return ending(&state, error: error)
+            }
+        }
+        guard let (continuation, outcome, progress) = ended, let continuation else { return }
         guard let reporter else { return continuation.resume(with: outcome) }
         // The caller hears of the end after the last report.
         reporter.finish(with: progress) { continuation.resume(with: outcome) }
     }
 
-    /// A download's task ended: its complete body is moved into place; the bytes of one that failed on its way (the
-    /// connection dropped, say) are kept for a later run.
-    private func endDownload(_ state: inout State, error: (any Error)?) {
-        guard state.interruption == nil else { return }  // Settled when it was interrupted.
+    private typealias Ending = (
+        CheckedContinuation<TransferResult, any Error>?, Result<TransferResult, any Error>, TransferProgress?
+    )
+
+    /// The caller to resume, the outcome, and the last progress report, taken from `state` once the transfer ended.
+    private func ending(_ state: inout State, error: (any Error)?) -> Ending {
+        defer { state.continuation = nil }
+        let outcome = Self.outcome(of: &state, error: error, limit: limits.maximumResponseSize)
+        var progress: TransferProgress?
+        if case .success(.response(let received)) = outcome {
+            // The last report ends at the total, however much the server had declared.
+            let total = received.file?.byteCount ?? Int64(received.data.count)
+            state.progress.bytesReceived = total
+            state.progress.totalBytesExpectedToReceive = total
+            progress = state.progress
+        }
+        return (state.continuation, outcome, progress)
+    }
+
+    /// A download's complete body, taken from the state to be moved into place outside the lock.
+    struct PendingMove: Sendable {
+        let writer: DownloadWriter
+        let response: URLResponse
+        let download: DownloadTarget
+
+        /// Moves the file into place while its descriptor is still open (what is renamed must be the file written,
+        /// not one put in its place), then closes it.
+        func perform() -> Result<DownloadedFile, NetworkClientError> {
+            defer { writer.close() }
+            return download.finish(writer.file, response: response, written: writer.identity())
+        }
+    }
+
+    /// A download's task ended: its complete body is returned to be moved into place (``PendingMove/perform()``,
+    /// outside the lock); the bytes of one that failed on its way (the connection dropped, say) are kept for a later
+    /// run.
+    private func endDownload(_ state: inout State, error: (any Error)?) -> Completion? {
+        guard state.interruption == nil else { return nil }  // Settled when it was interrupted.
         guard let writer = state.writer, error == nil, let response = state.response, let download = request.download
         else {
             // Not a cancellation: a later run may resume. An unacceptable status (503, say) keeps the bytes too.
-            Self.settleDownload(&state, resume: resume, keep: error.map(Self.canResume) ?? true)
-            return
+            return Self.settlement(&state, resume: resume, keep: error.map(Self.canResume) ?? true).map {
+                .settle($0)
+            }
         }
         if let total = writer.total, writer.length != total {
             // The server ended the body early (a range shorter than announced, say): what arrived is kept.
-            Self.settleDownload(&state, resume: resume, keep: true)
+            let settlement = Self.settlement(&state, resume: resume, keep: true)
             state.fileError = nil
             state.transferError = URLError(
                 .networkConnectionLost,
                 userInfo: [NSLocalizedDescriptionKey: "the download ended after \(writer.length) of \(total) bytes"])
-            return
+            return settlement.map { .settle($0) }
         }
         state.writer = nil
-        writer.close()
-        switch download.finish(writer.file, response: response) {
-        case .success(let file): state.file = file
-        case .failure(let error): state.fileError = error
-        }
+        return .move(PendingMove(writer: writer, response: response, download: download))
+    }
+
+    /// The file work left when a download's task ended, done outside the lock.
+    enum Completion: Sendable {
+        /// The complete body, to move into place.
+        case move(PendingMove)
+        /// The bytes of a download that did not complete, to keep or delete.
+        case settle(Settlement)
     }
 
     /// Whether a download that failed with `error` may be resumed later: any transfer failure but a cancellation.
@@ -434,6 +577,7 @@ final class DrivenTransfer: Expirable, Sendable {
         case .cancelled: return CancellationError()
         case .tooLarge: return NetworkClientError.responseTooLarge(limit: limit)
         case .fileFailed(let error): return error
+        case .badResponse(let error): return error
         case .timedOut:
             let reason = "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
             return URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason])
@@ -454,5 +598,15 @@ final class DrivenTransfer: Expirable, Sendable {
         let body = state.body
         state.body = Data()
         return .success(.response(ReceivedResponse(data: body, response: response, file: state.file)))
+    }
+}
+
+extension DrivenTransfer.State {
+    /// Records where a download's file was moved, or why it could not be.
+    fileprivate mutating func record(_ moved: Result<DownloadedFile, NetworkClientError>) {
+        switch moved {
+        case .success(let file): self.file = file
+        case .failure(let error): fileError = error
+        }
     }
 }

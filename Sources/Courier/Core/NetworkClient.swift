@@ -62,6 +62,8 @@ public final class NetworkClient: NetworkClientProtocol {
             prepared = try networkRequest.prepare(configuration: configuration)
         } catch {
             if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
+            // Staging a multipart body stops when the caller cancels: that is a cancellation, not a file error.
+            if Task.isCancelled { throw CancellationError() }
             throw error
         }
         defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }

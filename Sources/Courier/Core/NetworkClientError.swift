@@ -42,8 +42,10 @@ public enum NetworkClientError: Error, Sendable {
     /// The server redirected to a place Courier will not follow: a `Location` whose scheme is not `http` or `https`,
     /// or a 307/308 redirect of a request whose body cannot be sent again. The request was sent; the redirect was not.
     case redirectRefused(reason: String)
-    /// A file the request needs cannot be used: a ``FileUpload`` or ``MultipartFormData`` file that does not exist
-    /// or cannot be read (nothing was sent), or a download that cannot be moved to its destination.
+    /// A file the request needs cannot be used: a ``FileUpload`` or ``MultipartFormData`` file that does not exist,
+    /// cannot be read or is not a regular file (nothing was sent); a ``FileUpload`` whose file changed size while it
+    /// was sent (never more than its `Content-Length` went out, and the body was not completed); or a download that
+    /// cannot be written or moved to its destination (a folder, a symbolic link, a partial file replaced meanwhile).
     case fileAccessFailed(url: URL, reason: String)
 }
 

@@ -117,9 +117,11 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``. For example
     /// `Set(200..<300).union([304])` to read a `304 Not Modified` as success (with ``VoidResponse`` or `Data`).
     public let acceptableStatusCodes: Set<Int>?
-    /// Where a ``DownloadedFile`` response is moved: the file to create (replacing one already there, creating the
-    /// folders); `nil` (the default) puts it in a new folder under the user's caches directory. Ignored by other
-    /// response types.
+    /// Where a ``DownloadedFile`` response is moved: the file to create (replacing a regular file already there,
+    /// creating the folders; a folder or a symbolic link there is refused with
+    /// ``NetworkClientError/fileAccessFailed(url:reason:)`` and left alone); `nil` (the default) puts it in a new
+    /// folder under the user's caches directory, named by `Content-Disposition` or the URL's last path component.
+    /// Ignored by other response types.
     public let downloadDestination: URL?
     /// Called with the bytes sent and received as the transfer goes, in order, on a background queue of the
     /// transfer's own; `nil` by default. Reports that arrive while the handler runs are merged into the newest one,

@@ -297,7 +297,8 @@ extension NetworkRequest {
             return (.data(FormEncoding.body(formItems)), "application/x-www-form-urlencoded")
         }
         guard let kind = BodyKinds.kind(of: self) else { return (nil, nil) }
-        let (body, contentType) = try kind.encodedForSending(with: encoder ?? configuration.defaultEncoder)
+        let (body, contentType) = try kind.encodedForSending(
+            with: encoder ?? configuration.defaultEncoder, totalTimeout: totalTimeout)
         return (body, contentType)
     }
 }

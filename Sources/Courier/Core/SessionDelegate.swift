@@ -25,8 +25,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         let task: URLSessionTask
         var resume: DownloadResume?
         var uploadLength: Int64?
+        var uploadBody: FileBodyControl?
         if let file = request.uploadFile {
-            (task, uploadLength) = try makeUploadTask(on: session, request.urlRequest, fromFile: file)
+            (task, uploadLength, uploadBody) = try makeUploadTask(on: session, request.urlRequest, fromFile: file)
         } else if let download = request.download,
             let key = PartialDownloads.key(for: request.urlRequest, destination: download.destination)
         {
@@ -43,7 +44,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         } else {
             task = session.dataTask(with: request.urlRequest)
         }
-        let transfer = DrivenTransfer(task: task, request: request, resume: resume, uploadLength: uploadLength)
+        let transfer = DrivenTransfer(
+            task: task, request: request, resume: resume, uploadLength: uploadLength, uploadBody: uploadBody)
         transfers.withLock { $0[task.taskIdentifier] = transfer }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

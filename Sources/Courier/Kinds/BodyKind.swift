@@ -21,8 +21,12 @@ enum EncodedBody {
 /// The rules of one kind of request body.
 protocol RequestBodyKind: Sendable {
     /// The body as ``NetworkClientProtocol/run(_:)`` sends it, and its `Content-Type`.
-    /// - Parameter encoder: The request's encoder, or the configuration's.
-    func encodedForSending(with encoder: JSONEncoder) throws(NetworkClientError) -> (EncodedBody, contentType: String)
+    /// - Parameters:
+    ///   - encoder: The request's encoder, or the configuration's.
+    ///   - totalTimeout: The request's total timeout, which bounds reading files to stage a body; `nil` for none.
+    func encodedForSending(
+        with encoder: JSONEncoder, totalTimeout: TimeInterval?
+    ) throws(NetworkClientError) -> (EncodedBody, contentType: String)
     /// The bytes the ``Outbox`` writes to its journal, and their `Content-Type`.
     /// - Throws: ``OutboxError/invalidRequest(reason:)`` when this kind cannot be stored.
     func storedForOutbox(with encoder: JSONEncoder) throws(OutboxError) -> (Data, contentType: String)
@@ -41,7 +45,7 @@ extension RequestBodyKind {
     func storedForOutbox(with encoder: JSONEncoder) throws(OutboxError) -> (Data, contentType: String) {
         let encoded: (EncodedBody, contentType: String)
         do {
-            encoded = try encodedForSending(with: encoder)
+            encoded = try encodedForSending(with: encoder, totalTimeout: nil)
         } catch {
             throw .invalidRequest(reason: error.description)
         }
@@ -55,7 +59,7 @@ extension RequestBodyKind {
     var logPlaceholder: String? { nil }
 
     func bytesInMemory(with encoder: JSONEncoder) throws(NetworkClientError) -> Data? {
-        guard case (.data(let data), _) = try encodedForSending(with: encoder) else { return nil }
+        guard case (.data(let data), _) = try encodedForSending(with: encoder, totalTimeout: nil) else { return nil }
         return data
     }
 }
@@ -64,7 +68,9 @@ extension RequestBodyKind {
 struct JSONBody: RequestBodyKind {
     let value: any Encodable & Sendable
 
-    func encodedForSending(with encoder: JSONEncoder) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
+    func encodedForSending(
+        with encoder: JSONEncoder, totalTimeout: TimeInterval?
+    ) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
         (.data(try identity(with: encoder)), "application/json")
     }
 
@@ -79,7 +85,9 @@ struct JSONBody: RequestBodyKind {
 
 /// `Data`: sent as is, `application/octet-stream`.
 extension Data: RequestBodyKind {
-    func encodedForSending(with encoder: JSONEncoder) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
+    func encodedForSending(
+        with encoder: JSONEncoder, totalTimeout: TimeInterval?
+    ) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
         (.data(self), "application/octet-stream")
     }
 
@@ -89,7 +97,9 @@ extension Data: RequestBodyKind {
 /// A file: streamed from the disk, never stored by the outbox, never read for a log line, not recorded by the stub
 /// (its ``StubNetworkClient/Request/bodyValue`` is the `FileUpload`).
 extension FileUpload: RequestBodyKind {
-    func encodedForSending(with encoder: JSONEncoder) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
+    func encodedForSending(
+        with encoder: JSONEncoder, totalTimeout: TimeInterval?
+    ) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
         _ = try FileCheck.readableSize(of: url)
         return (.file(url), effectiveContentType)
     }
@@ -106,8 +116,10 @@ extension FileUpload: RequestBodyKind {
 /// A multipart form: in memory or staged in a temporary file; never stored by the outbox (its file parts may be gone
 /// after a restart), never read for a log line, not recorded by the stub.
 extension MultipartFormData: RequestBodyKind {
-    func encodedForSending(with encoder: JSONEncoder) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
-        switch try encoded() {
+    func encodedForSending(
+        with encoder: JSONEncoder, totalTimeout: TimeInterval?
+    ) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
+        switch try encoded(totalTimeout: totalTimeout) {
         case .data(let data, let contentType): return (.data(data), contentType)
         case .file(let file, let contentType): return (.stagedFile(file), contentType)
         }

@@ -96,6 +96,12 @@ extension URLSession {
     ) async throws -> ReceivedResponse {
         #if canImport(FoundationNetworking)
         let transfer = Transfer()
+        // A file body is sent from Courier's stream here too (see `makeUploadTask`): a regular file, opened before any
+        // task exists, exactly its measured length, and a file that changes size fails the call at once.
+        let uploadBody = try request.uploadFile.map { file throws(NetworkClientError) in try FileBodyStream(file: file)
+        }
+        let uploadControl = uploadBody?.control
+        uploadControl?.onFailure { _ in transfer.cancel() }
         let deadline = request.limits.deadline
         if let deadline { DeadlineMonitor.shared.add(transfer, deadline: deadline) }
         defer { if deadline != nil { DeadlineMonitor.shared.remove(transfer) } }
@@ -103,7 +109,9 @@ extension URLSession {
             try await withCheckedThrowingContinuation { continuation in
                 let finish: @Sendable (Result<ReceivedResponse, any Error>) -> Void = { result in
                     transfer.finish()
-                    if transfer.hasExpired {
+                    if let failure = uploadControl?.failure {
+                        continuation.resume(throwing: failure)
+                    } else if transfer.hasExpired {
                         let reason = "the request took longer than its total timeout"
                         continuation.resume(
                             throwing: URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: reason]))
@@ -117,8 +125,12 @@ extension URLSession {
                     finish(.success(ReceivedResponse(data: data ?? Data(), response: response)))
                 }
                 let task: URLSessionTask
-                if let file = request.uploadFile {
-                    task = uploadTask(with: request.urlRequest, fromFile: file, completionHandler: received)
+                if let uploadBody {
+                    var urlRequest = request.urlRequest
+                    urlRequest.httpBodyStream = uploadBody
+                    urlRequest.setValue(String(uploadBody.length), forHTTPHeaderField: "Content-Length")
+                    urlRequest.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+                    task = dataTask(with: urlRequest, completionHandler: received)
                 } else if let download = request.download {
                     let limit = request.limits.maximumResponseSize
                     task = downloadTask(with: request.urlRequest) { location, response, error in

@@ -38,17 +38,18 @@ struct DownloadWriter: Sendable {
             throw NetworkClientError.fileAccessFailed(
                 url: URL(fileURLWithPath: path), reason: "the download's folder cannot be created: \(error)")
         }
-        // A partial file is reopened without following a link put in its place.
-        let flags = partial == nil ? O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW : O_WRONLY | O_NOFOLLOW
+        // A new partial file is created, never taken over (O_EXCL: not even a link put there first); a kept one is
+        // reopened without following a link put in its place.
+        let flags = partial == nil ? O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW : O_WRONLY | O_NOFOLLOW
         let descriptor = open(path, flags | O_CLOEXEC, 0o644)  // As any new file: the umask applies.
         guard descriptor >= 0 else {
-            throw NetworkClientError.fileAccessFailed(
-                url: URL(fileURLWithPath: path), reason: "the download cannot be written there: \(Self.lastError())")
+            let reason = "the download cannot be written there: \(RegularFile.describe(errno))"  // Read at once.
+            throw NetworkClientError.fileAccessFailed(url: URL(fileURLWithPath: path), reason: reason)
         }
         if let partial, lseek(descriptor, off_t(partial.length), SEEK_SET) != off_t(partial.length) {
+            let reason = "the partial download cannot be continued: \(RegularFile.describe(errno))"
             _ = systemClose(descriptor)
-            throw NetworkClientError.fileAccessFailed(
-                url: partial.file, reason: "the partial download cannot be continued: \(Self.lastError())")
+            throw NetworkClientError.fileAccessFailed(url: partial.file, reason: reason)
         }
         self.file = URL(fileURLWithPath: path)
         self.descriptor = descriptor
@@ -74,8 +75,8 @@ struct DownloadWriter: Sendable {
             return offset
         }
         guard written == data.count else {
-            throw NetworkClientError.fileAccessFailed(
-                url: file, reason: "the download cannot be written: \(Self.lastError())")
+            let reason = "the download cannot be written: \(RegularFile.describe(errno))"
+            throw NetworkClientError.fileAccessFailed(url: file, reason: reason)
         }
         length += Int64(written)
     }
@@ -102,8 +103,9 @@ struct DownloadWriter: Sendable {
         _ = systemClose(descriptor)
     }
 
-    private static func lastError() -> String {
-        String(cString: strerror(errno))
+    /// The device and inode of the file written (by its descriptor, whatever its path now names), or `nil`.
+    func identity() -> RegularFile.Identity? {
+        RegularFile.identity(ofDescriptor: descriptor)
     }
 }
 

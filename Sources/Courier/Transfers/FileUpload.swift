@@ -4,8 +4,10 @@ import Foundation
 /// `NetworkRequest<FileUpload, R>(path: "/upload", method: .put, body: FileUpload(url: fileURL))`.
 ///
 /// The file is read as the request is sent (and again if a decorator such as `retrying()` sends it again), with its
-/// size as `Content-Length`. A file that does not exist or cannot be read fails with
-/// ``NetworkClientError/fileAccessFailed(url:reason:)`` before anything is sent.
+/// size as `Content-Length`. A file that does not exist, cannot be read or is not a regular file (a folder, a FIFO, a
+/// device such as `/dev/zero`, a socket, or a link to one) fails with
+/// ``NetworkClientError/fileAccessFailed(url:reason:)`` before anything is sent. On Linux exactly that size is sent,
+/// never more; a file that grows or shrinks before it has been sent fails the call at once with `fileAccessFailed`.
 public struct FileUpload: Encodable, Hashable, Sendable {
     /// The file to send.
     public let url: URL
@@ -47,20 +49,11 @@ enum MediaType {
 
 /// Checks that a file exists and can be read, and returns its size.
 enum FileCheck {
+    /// The size of the regular file at `url`, checked with `stat` (never opened): see ``RegularFile/size(of:)``.
+    ///
+    /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when it does not exist, is not a regular file
+    ///   (a directory, FIFO, device or socket) or cannot be read.
     static func readableSize(of url: URL) throws(NetworkClientError) -> Int64 {
-        guard url.isFileURL else {
-            throw .fileAccessFailed(url: url, reason: "it is not a file URL")
-        }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw .fileAccessFailed(url: url, reason: "the file does not exist")
-        }
-        guard !isDirectory.boolValue else { throw .fileAccessFailed(url: url, reason: "it is a directory") }
-        guard FileManager.default.isReadableFile(atPath: url.path) else {
-            throw .fileAccessFailed(url: url, reason: "the file cannot be read (permissions)")
-        }
-        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
-        guard let size else { throw .fileAccessFailed(url: url, reason: "its size cannot be read") }
-        return size
+        try RegularFile.size(of: url)
     }
 }

@@ -1,5 +1,13 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A `multipart/form-data` body (RFC 7578): text fields and files, for example a photo with its caption.
 ///
 /// ```swift
@@ -16,8 +24,9 @@ import Foundation
 /// - A body up to ``inMemoryThreshold`` (10 MiB) is built in memory. A larger one is written to a temporary file,
 ///   streamed from it, and the file is removed after success, failure and cancellation alike. `Content-Length` is
 ///   always sent.
-/// - A file part that does not exist or cannot be read fails with ``NetworkClientError/fileAccessFailed(url:reason:)``
-///   before anything is sent.
+/// - A file part that does not exist, cannot be read or is not a regular file (a folder, a FIFO, a device such as
+///   `/dev/zero`) fails with ``NetworkClientError/fileAccessFailed(url:reason:)`` before anything is sent; so does one
+///   that changes size while it is read, or whose reading the caller cancels or the request's `totalTimeout` ends.
 public struct MultipartFormData: Encodable, Sendable {
     /// Bodies up to this size, in bytes, are built in memory; larger ones are staged in a temporary file: 10 MiB.
     public static let inMemoryThreshold = 10 * 1024 * 1024
@@ -94,11 +103,26 @@ public struct MultipartFormData: Encodable, Sendable {
     }
 
     /// Encodes the form; files are checked first, so that nothing is sent if one cannot be read.
-    func encoded() throws(NetworkClientError) -> Encoded {
+    ///
+    /// Each file part must be a regular file, and is read as exactly the size it had when checked; reading stops when
+    /// the calling task is cancelled or `totalTimeout` passes.
+    ///
+    /// - Parameter totalTimeout: The request's total timeout, counted from now (at most
+    ///   ``NetworkConfiguration/maximumTimeout``); `nil` (the default) for no limit.
+    /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when a part is not a readable regular file,
+    ///   changes size while it is read, or its reading was cancelled or ran past `totalTimeout`.
+    func encoded(totalTimeout: TimeInterval? = nil) throws(NetworkClientError) -> Encoded {
+        let deadline = totalTimeout.map { DispatchTime.now() + min($0, NetworkConfiguration.maximumTimeout) }
         var size: Int64 = 0
+        var fileSizes: [Int64] = []
         for part in parts {
-            if case .file(let url) = part.content { size += try FileCheck.readableSize(of: url) }
+            if case .file(let url) = part.content {
+                let fileSize = try FileCheck.readableSize(of: url)
+                fileSizes.append(fileSize)
+                size += fileSize
+            }
         }
+        let reading = PartReading(sizes: fileSizes, deadline: deadline)
         let boundary = Self.boundary(
             avoiding: parts.compactMap { if case .data(let data) = $0.content { data } else { nil } })
         let contentType = "multipart/form-data; boundary=\(boundary)"
@@ -107,7 +131,7 @@ public struct MultipartFormData: Encodable, Sendable {
         do {
             if size <= Int64(Self.inMemoryThreshold) {
                 var body = Data(capacity: Int(size))
-                try write(boundary: boundary) { body.append($0) }
+                try write(boundary: boundary, reading: reading) { body.append($0) }
                 return .data(body, contentType: contentType)
             }
             let staged = FileManager.default.temporaryDirectory
@@ -118,7 +142,7 @@ public struct MultipartFormData: Encodable, Sendable {
             do {
                 let handle = try FileHandle(forWritingTo: staged)
                 defer { try? handle.close() }
-                try write(boundary: boundary) { try handle.write(contentsOf: $0) }
+                try write(boundary: boundary, reading: reading) { try handle.write(contentsOf: $0) }
             } catch {
                 try? FileManager.default.removeItem(at: staged)
                 throw error
@@ -131,24 +155,60 @@ public struct MultipartFormData: Encodable, Sendable {
         }
     }
 
-    /// Writes the whole body through `output`, reading file parts in 1 MiB pieces.
-    private func write(boundary: String, to output: (Data) throws -> Void) throws {
+    /// The sizes the file parts had when checked, in order, and when reading them must have ended.
+    private struct PartReading {
+        let sizes: [Int64]
+        let deadline: DispatchTime?
+    }
+
+    /// Writes the whole body through `output`, reading file parts in 1 MiB pieces: each exactly the size it had when
+    /// checked (a part that grows or shrinks meanwhile fails), stopping between pieces when the calling task is
+    /// cancelled or the deadline passes.
+    private func write(boundary: String, reading: PartReading, to output: (Data) throws -> Void) throws {
+        var fileIndex = 0
         for part in parts {
             try output(head(of: part, boundary: boundary))
             switch part.content {
             case .data(let data):
                 try output(data)
             case .file(let url):
-                let handle: FileHandle
-                do { handle = try FileHandle(forReadingFrom: url) } catch {
-                    throw NetworkClientError.fileAccessFailed(url: url, reason: "the file cannot be opened")
-                }
-                defer { try? handle.close() }
-                while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { try output(piece) }
+                try copy(url, size: reading.sizes[fileIndex], deadline: reading.deadline, to: output)
+                fileIndex += 1
             }
             try output(Data("\r\n".utf8))
         }
         try output(Data("--\(boundary)--\r\n".utf8))
+    }
+
+    /// Copies the regular file at `url`, which must still hold `size` bytes, to `output` in 1 MiB pieces.
+    private func copy(_ url: URL, size: Int64, deadline: DispatchTime?, to output: (Data) throws -> Void) throws {
+        let (descriptor, openedSize) = try RegularFile.openForReading(url)
+        defer { closeDescriptor(descriptor) }
+        let changed = NetworkClientError.fileAccessFailed(url: url, reason: "the file changed size while it was read")
+        guard openedSize == size else { throw changed }
+        var offset: Int64 = 0
+        var piece = Data(count: Int(min(size, 1 << 20)))
+        while offset < size {
+            if Task.isCancelled {
+                throw NetworkClientError.fileAccessFailed(url: url, reason: "the request was cancelled")
+            }
+            if let deadline, DispatchTime.now() >= deadline {
+                throw NetworkClientError.fileAccessFailed(
+                    url: url, reason: "reading the file took longer than the request's total timeout")
+            }
+            let wanted = Int(min(Int64(piece.count), size - offset))
+            let count = piece.withUnsafeMutableBytes {
+                RegularFile.read(descriptor, into: $0.baseAddress!, count: wanted, at: offset)
+            }
+            if count < 0 {
+                throw NetworkClientError.fileAccessFailed(
+                    url: url, reason: "the file cannot be read: \(RegularFile.describe(errno))")
+            }
+            guard count > 0 else { throw changed }
+            try output(piece.prefix(count))
+            offset += Int64(count)
+        }
+        guard RegularFile.size(ofDescriptor: descriptor) == size else { throw changed }
     }
 
     /// The delimiter and headers in front of `part`'s content.
@@ -185,4 +245,9 @@ public struct MultipartFormData: Encodable, Sendable {
             if !contents.contains(where: { $0.range(of: bytes) != nil }) { return boundary }
         }
     }
+}
+
+/// The C library's `close`.
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
 }

@@ -24,17 +24,18 @@ struct PartialDownload: Sendable {
     }
 
     /// Whether the `206` answering this partial download's range request continues these bytes: its range starts
-    /// where they end and runs to the end of a body of the same length, and it is the same representation (a
-    /// validator it repeats equals this one; RFC 9110 §15.3.7.3 allows combining only parts that share a strong
-    /// validator).
+    /// where they end and runs to the end of a body of the same length, and it is the same representation: it repeats
+    /// this validator (the `ETag` sent in `If-Range`, or the `Last-Modified` date with no other strong `ETag`). RFC
+    /// 9110 §15.3.7.3 allows combining only parts that share a strong validator; a `206` that repeats none may be
+    /// another version of the resource, and its bytes are never spliced onto these.
     func isContinued(by response: HTTPURLResponse) -> Bool {
         guard let range = Self.contentRange(of: response), range.start == length else { return false }
         if let total, let rangeTotal = range.total, rangeTotal != total { return false }
         if let end = range.end, let rangeTotal = range.total ?? total, end != rangeTotal - 1 { return false }
         let tag = response.value(forHTTPHeaderField: "ETag")
-        if validator.hasPrefix("\"") { return tag.map { $0 == validator } ?? true }
+        if validator.hasPrefix("\"") { return tag == validator }
         if let tag, !tag.hasPrefix("W/") { return false }  // A strong tag now, where there was none.
-        return response.value(forHTTPHeaderField: "Last-Modified").map { $0 == validator } ?? true
+        return response.value(forHTTPHeaderField: "Last-Modified") == validator
     }
 
     /// The validator of a response whose body can be resumed with a range request, or `nil`: it needs
