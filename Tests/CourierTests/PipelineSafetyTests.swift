@@ -236,7 +236,11 @@ struct PipelineSafetyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let time = VirtualTime()
         let client = RetryingClient(wrapping: server.client(), policy: RetryPolicy(), environment: time.environment)
-        let outbox = try Outbox(directory: directory, client: client)
+        // The outbox's own backoff waits until the outbox is closed, so exactly one outbox attempt is made.
+        let waitsForever = RetryEnvironment(
+            sleep: { _ in try await Task.sleep(nanoseconds: 3_600_000_000_000) }, now: { Date() },
+            random: { $0.upperBound })
+        let outbox = try Outbox(directory: directory, client: client, environment: waitsForever)
         let events = outbox.events()
         try await outbox.enqueue(NetworkRequest<Data, VoidResponse>(path: "w", method: .post, body: Data()), kind: "w")
         let retrying = await firstEvent(events) { if case .retrying = $0 { true } else { false } }
