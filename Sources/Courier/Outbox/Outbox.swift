@@ -712,3 +712,8 @@ extension Result {
         return nil
     }
 }
+
+extension Outbox {
+    /// The journal, for tests that inject storage failures.
+    var journalForTesting: OutboxJournal { journal }
+}

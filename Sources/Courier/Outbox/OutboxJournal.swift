@@ -161,7 +161,8 @@ struct JournalContents {
 /// Old segments are deleted oldest first once nothing in them is live; a live entry in the oldest segment is copied
 /// to the active one first, so one stuck entry never pins the disk.
 // Every `var` below is guarded by `condition`; `activeFD`, `activeSegment` and `activeSize` are also read without it on
-// the writer thread, the only thread that changes them once `open()` has returned.
+// the writer thread, the only thread that changes them once `open()` has returned. `activeSegmentSpoiled` belongs to
+// the writer thread alone (and to `open()` before that thread starts).
 final class OutboxJournal: @unchecked Sendable {
     private struct Pending {
         var record: Data
@@ -192,14 +193,66 @@ final class OutboxJournal: @unchecked Sendable {
     private var resultLocation: [UUID: Location] = [:]
     /// The live ids with a record in each segment.
     private var references: [Int: Set<UUID>] = [:]
+    /// A failed write could not be undone: the active segment's tail holds bytes no offset accounts for, so nothing
+    /// more is appended to it. Read and written on the writer thread only.
+    private var activeSegmentSpoiled = false
+    /// Test seam: the next write stores only this many bytes of its batch, then fails as with `ENOSPC`.
+    private var injectedWriteFailure: Int?
 
     init(directory: String, segmentSize: Int) {
         self.directory = directory
         self.segmentSize = segmentSize
     }
 
+    /// The file name of segment `number`: `journal-`, the number in at least 12 decimal digits, `.log`. Built from the
+    /// 64-bit value (a `%012d` format once wrapped past `Int32.max` into `journal--02147483648.log`).
+    static func name(_ number: Int) -> String {
+        let digits = String(number)
+        return "journal-" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".log"
+    }
+
+    /// Segment numbers above this are renumbered at opening, far from overflowing `Int`.
+    static let largestSegmentNumber = 1 << 40
+
     private func path(_ segment: Int) -> String {
-        (directory as NSString).appendingPathComponent(String(format: "journal-%012d.log", segment))
+        (directory as NSString).appendingPathComponent(Self.name(segment))
+    }
+
+    /// Makes the next write store only `bytes` bytes of its batch and then fail with `ENOSPC`, as on a full disk.
+    func failNextWrite(afterBytes bytes: Int) {
+        condition.lock()
+        injectedWriteFailure = bytes
+        condition.unlock()
+    }
+
+    /// The segment files, by number. A name that is not a sane segment number (not decimal digits, not in canonical
+    /// form, or above ``largestSegmentNumber``, such as `journal--02147483648.log` from the old `Int32` format) is
+    /// renamed to the next free number after the others, so its records are read, never overwritten or ignored.
+    private func segmentFiles() throws(OutboxError) -> [(number: Int, name: String)] {
+        var sane: [(number: Int, name: String)] = []
+        var odd: [(order: Int, name: String)] = []
+        for name in OutboxFiles.files(in: directory, suffix: ".log") where name.hasPrefix("journal-") {
+            let digits = name.dropFirst(8).dropLast(4)
+            let number = digits.allSatisfy { $0.isASCII && $0.isNumber } ? Int(digits) : nil
+            if let number, number <= Self.largestSegmentNumber, Self.name(number) == name {
+                sane.append((number, name))
+            } else {
+                odd.append((number ?? .max, name))
+            }
+        }
+        guard !odd.isEmpty else { return sane.sorted { $0.number < $1.number } }
+        var next = (sane.map(\.number).max() ?? 0) + 1
+        for (_, name) in odd.sorted(by: { ($0.order, $0.name) < ($1.order, $1.name) }) {
+            let target = path(next)
+            guard access(target, F_OK) != 0 else { throw OutboxFiles.error("rename", target, EEXIST) }
+            guard rename((directory as NSString).appendingPathComponent(name), target) == 0 else {
+                throw OutboxFiles.error("rename", target)
+            }
+            sane.append((next, Self.name(next)))
+            next += 1
+        }
+        try OutboxFiles.syncDirectory(directory)
+        return sane.sorted { $0.number < $1.number }
     }
 
     /// Reads every segment, sets damaged ones aside in `quarantine`, and starts the writer thread.
@@ -212,13 +265,11 @@ final class OutboxJournal: @unchecked Sendable {
         for name in OutboxFiles.files(in: directory, suffix: ".tmp") {
             unlink((directory as NSString).appendingPathComponent(name))
         }
-        for name in OutboxFiles.files(in: directory, suffix: ".log") {
-            guard name.hasPrefix("journal-"), let number = Int(name.dropFirst(8).dropLast(4)) else { continue }
+        for (number, name) in try segmentFiles() {
             let path = path(number)
-            guard let data = FileManager.default.contents(atPath: path) else {
-                quarantine(name, reason: "unreadable file", recovered: nil, into: &contents)
-                continue
-            }
+            // A file that cannot be opened or read now (EACCES, EIO, EMFILE, a directory in its place) is not damaged:
+            // opening fails and the file stays where it is, so its entries come back once it can be read.
+            let data = try OutboxFiles.read(path)
             var (records, damage) = JournalFormat.parse(data)
             if let damage {
                 // Keep the damaged original aside, then replace the segment atomically with its intact records.
@@ -257,8 +308,9 @@ final class OutboxJournal: @unchecked Sendable {
         return contents
     }
 
+    /// Copies the damaged segment `name` to the `quarantine` folder and records it in `contents`.
     private func quarantine(
-        _ name: String, reason: String, recovered: Int?, into contents: inout JournalContents
+        _ name: String, reason: String, recovered: Int, into contents: inout JournalContents
     ) {
         let folder = ((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
             "quarantine")
@@ -266,13 +318,10 @@ final class OutboxJournal: @unchecked Sendable {
         let stamp = Int(Date().timeIntervalSince1970 * 1000)
         let target = (folder as NSString).appendingPathComponent("\(stamp)-\(name)")
         let source = (directory as NSString).appendingPathComponent(name)
-        if recovered == nil {
-            // Unreadable: move it whole; if even that fails, leave it and go on.
-            _ = rename(source, target)
-        } else if let data = FileManager.default.contents(atPath: source) {
+        if let data = try? OutboxFiles.read(source) {
             try? OutboxFiles.writeAtomically(data, to: target)
         }
-        contents.quarantined.append((name, reason, recovered ?? 0))
+        contents.quarantined.append((name, reason, recovered))
     }
 
     /// Creates the next segment atomically and makes it the one appends go to. Called before the thread starts, or
@@ -286,6 +335,7 @@ final class OutboxJournal: @unchecked Sendable {
         activeFD = fd
         activeSegment = number
         activeSize = 0
+        activeSegmentSpoiled = false
         segments.append(number)
         condition.unlock()
     }
@@ -370,8 +420,15 @@ final class OutboxJournal: @unchecked Sendable {
     }
 
     /// Writes `batch` to the active segment (rolling over first if it is full and `rollingOver`) and flushes it once.
+    ///
+    /// A write that fails leaves the segment as it was: its partial bytes are cut off again, so the offsets stay
+    /// true and no later record is read from the wrong place. If even that fails, the segment takes no more appends
+    /// and the next batch starts a new one (the tail is then reported as damage at the next opening, with every
+    /// intact record kept).
     private func write(_ batch: [Pending], rollingOver: Bool = true) throws {
-        if rollingOver, activeSize >= segmentSize { try startSegment(activeSegment + 1) }
+        if activeSegmentSpoiled || (rollingOver && activeSize >= segmentSize) {
+            try startSegment(activeSegment + 1)
+        }
         var data = Data()
         data.reserveCapacity(batch.reduce(0) { $0 + $1.record.count })
         var ranges: [Range<Int>] = []
@@ -380,8 +437,21 @@ final class OutboxJournal: @unchecked Sendable {
             data.append(item.record)
         }
         let segmentPath = path(activeSegment)
-        try OutboxFiles.writeAll(activeFD, data, path: segmentPath)
-        try OutboxFiles.syncData(activeFD, path: segmentPath)
+        condition.lock()
+        let failAfter = injectedWriteFailure
+        injectedWriteFailure = nil
+        condition.unlock()
+        do {
+            if let failAfter {
+                try OutboxFiles.writeAll(activeFD, data.prefix(failAfter), path: segmentPath)
+                throw OutboxFiles.error("write", segmentPath, ENOSPC)
+            }
+            try OutboxFiles.writeAll(activeFD, data, path: segmentPath)
+            try OutboxFiles.syncData(activeFD, path: segmentPath)
+        } catch {
+            if !OutboxFiles.truncate(activeFD, to: activeSize) { activeSegmentSpoiled = true }
+            throw error
+        }
         condition.lock()
         activeSize += data.count
         for (item, range) in zip(batch, ranges) {

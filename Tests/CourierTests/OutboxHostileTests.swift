@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A client that answers every request at once, by path, with no socket: `answer` gives the status and headers.
+private final class ScriptedClient: NetworkClientProtocol {
+    private let answer: @Sendable (String) async throws -> (status: Int, headers: [String: String])
+    private let log = Locked<[String]>([])
+
+    init(_ answer: @escaping @Sendable (String) async throws -> (status: Int, headers: [String: String])) {
+        self.answer = answer
+    }
+
+    /// The paths requested, in order.
+    var paths: [String] { log.withLock { $0 } }
+
+    func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        let path = networkRequest.path ?? ""
+        log.withLock { $0.append(path) }
+        let (status, headers) = try await answer(path)
+        let response = HTTPURLResponse(
+            url: URL(string: "http://outbox.test\(path)")!, statusCode: status, httpVersion: "HTTP/1.1",
+            headerFields: headers)!
+        guard (200..<300).contains(status) else {
+            throw NetworkClientError.unacceptableStatusCode(statusCode: status, response: response, data: Data())
+        }
+        guard let value = Data() as? ResponseModel else { throw OutboxError.sendFailed("not a Data response") }
+        return NetworkResponse(value: value, response: response, data: Data())
+    }
+}
+
+private func post(_ path: String, bytes: Int = 0) -> NetworkRequest<Data, VoidResponse> {
+    NetworkRequest(path: path, method: .post, body: Data(count: bytes))
+}
+
+/// The `.log` files of the outbox's journal, by name.
+private func segmentNames(_ directory: URL) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("journal").path)
+        .filter { $0.hasSuffix(".log") }.sorted()
+}
+
+private func quarantineExists(_ directory: URL) -> Bool {
+    FileManager.default.fileExists(atPath: directory.appendingPathComponent("quarantine").path)
+}
+
+/// Issue 21's outbox findings (hostile round three), one test each.
+@Suite("Outbox, hostile round three")
+struct OutboxHostileTests {
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("An enqueue that fails after a partial write leaves the journal as it was: nothing acknowledged is lost")
+    func failedPartialWrite() async throws {
+        let client = ScriptedClient { path in (path == "/stuck" ? 404 : 200, [:]) }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outbox = try Outbox(directory: directory, client: client, environment: .live, segmentSize: 4_096)
+        outbox.onResult(kind: "k", as: VoidResponse.self) { _, _ in }
+        // As on a nearly full disk: 100 bytes of the record reach the file, then ENOSPC.
+        outbox.journalForTesting.failNextWrite(afterBytes: 100)
+        await #expect(throws: OutboxError.self) { try await outbox.enqueue(post("/failed", bytes: 1_000), kind: "k") }
+        // Acknowledged next; no handler for "s", so its result stays live while the journal rolls over and compacts.
+        let kept = try await outbox.enqueue(post("/stuck"), kind: "s")
+        for _ in 0..<40 { try await outbox.enqueue(post("/x", bytes: 1_000), kind: "k") }
+        #expect(await eventually(timeout: .seconds(30)) { outbox.pendingCount == 1 })
+        try await outbox.enqueue(post("/x"), kind: "k")
+        #expect(await eventually(timeout: .seconds(30)) { outbox.pendingCount == 1 })
+        await outbox.close()
+
+        let reopened = try Outbox(directory: directory, client: client, paused: true)
+        let events = reopened.events()
+        #expect(reopened.pendingCount == 1)
+        let handled = Locked<[UUID]>([])
+        reopened.onResult(kind: "s", as: VoidResponse.self) { entry, _ in handled.withLock { $0.append(entry.id) } }
+        #expect(await eventually { reopened.pendingCount == 0 })
+        await reopened.close()
+        #expect(handled.withLock { $0 } == [kept])
+        #expect(!client.paths.contains("/failed"))
+        var quarantined: [String] = []
+        for await event in events { if case .quarantined(let file, _, _) = event { quarantined.append(file) } }
+        #expect(quarantined == [])
+        #expect(!quarantineExists(directory))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "Segment numbers past Int32.max go on counting; a segment under the old wrapped name is read, not overwritten")
+    func segmentNumbersPastInt32() async throws {
+        let client = ScriptedClient { _ in (200, [:]) }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = directory.appendingPathComponent("journal")
+        let first = try Outbox(directory: directory, client: client, paused: true)
+        for index in 0..<5 { try await first.enqueue(post("/\(index)"), kind: "k") }
+        await first.close()
+        // Every record into one segment numbered Int32.max.
+        var records = Data()
+        for name in try segmentNames(directory) {
+            records.append(try Data(contentsOf: journal.appendingPathComponent(name)))
+            try FileManager.default.removeItem(at: journal.appendingPathComponent(name))
+        }
+        try records.write(to: journal.appendingPathComponent("journal-002147483647.log"))
+
+        let second = try Outbox(directory: directory, client: client, paused: true)
+        #expect(second.pendingCount == 5)
+        for index in 5..<8 { try await second.enqueue(post("/\(index)"), kind: "k") }
+        await second.close()
+        #expect(try segmentNames(directory).contains("journal-002147483648.log"))
+        #expect(try segmentNames(directory).allSatisfy { !$0.contains("--") })
+
+        let third = try Outbox(directory: directory, client: client, paused: true)
+        #expect(third.pendingCount == 8)
+        await third.close()
+        // What a version with the 32-bit format left: the segment after Int32.max under a wrapped name.
+        try FileManager.default.moveItem(
+            at: journal.appendingPathComponent("journal-002147483648.log"),
+            to: journal.appendingPathComponent("journal--02147483648.log"))
+        let fourth = try Outbox(directory: directory, client: client, paused: true)
+        #expect(fourth.pendingCount == 8)
+        fourth.onResult(kind: "k", as: VoidResponse.self) { _, _ in }
+        fourth.resume()
+        #expect(await eventually { fourth.pendingCount == 0 })
+        await fourth.close()
+        #expect(Set(client.paths) == Set((0..<8).map { "/\($0)" }))
+        #expect(try segmentNames(directory).allSatisfy { !$0.contains("--") })
+        #expect(!quarantineExists(directory))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A segment that cannot be read now fails the opening with storageFailed, stays in place, and comes back")
+    func unreadableSegmentIsNotQuarantined() async throws {
+        let client = ScriptedClient { _ in (200, [:]) }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = directory.appendingPathComponent("journal")
+        let first = try Outbox(directory: directory, client: client, paused: true)
+        for index in 0..<3 { try await first.enqueue(post("/\(index)"), kind: "k") }
+        await first.close()
+        let segment = try #require(
+            try segmentNames(directory).first {
+                (try? Data(contentsOf: journal.appendingPathComponent($0)).isEmpty) == false
+            })
+        let path = journal.appendingPathComponent(segment)
+        let aside = directory.appendingPathComponent("aside")
+        // The tests run as root, for whom chmod 000 does not deny reading: a directory in the file's place makes the
+        // read fail (EISDIR) the way EACCES or EIO would.
+        try FileManager.default.moveItem(at: path, to: aside)
+        try FileManager.default.createDirectory(at: path, withIntermediateDirectories: false)
+        #expect(throws: OutboxError.storageFailed(operation: "read", path: path.path, code: EISDIR)) {
+            try Outbox(directory: directory, client: client, paused: true)
+        }
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: path.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(!quarantineExists(directory))
+
+        try FileManager.default.removeItem(at: path)
+        try FileManager.default.moveItem(at: aside, to: path)
+        let reopened = try Outbox(directory: directory, client: client, paused: true)
+        #expect(reopened.pendingCount == 3)
+        await reopened.close()
+        #expect(!quarantineExists(directory))
+    }
+}
