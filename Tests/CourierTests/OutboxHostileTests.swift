@@ -165,4 +165,39 @@ struct OutboxHostileTests {
         await reopened.close()
         #expect(!quarantineExists(directory))
     }
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("One entry stuck behind 503s does not pin the journal: its size stays bounded while traffic goes on")
+    func stuckEntryDoesNotPinTheJournal() async throws {
+        let client = ScriptedClient { path in (path == "/stuck" ? 503 : 200, [:]) }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Every backoff lasts until the outbox is closed: the stuck entry stays live throughout.
+        let environment = RetryEnvironment(
+            sleep: { _ in try await Task.sleep(for: .seconds(3_600)) }, now: { Date() }, random: { $0.upperBound })
+        let segmentSize = 16 * 1024
+        // Enqueued, then a restart: the stuck entry is alone in a small segment, the oldest, more than half live.
+        let first = try Outbox(
+            directory: directory, client: client, paused: true, environment: environment, segmentSize: segmentSize)
+        let stuck = try await first.enqueue(post("/stuck", bytes: 4_000), kind: "s", orderingKey: "stuck")
+        await first.close()
+        let outbox = try Outbox(
+            directory: directory, client: client, environment: environment, segmentSize: segmentSize)
+        outbox.onResult(kind: "k", as: VoidResponse.self) { _, _ in }
+        var largest = 0
+        for round in 0..<30 {
+            for index in 0..<10 {
+                try await outbox.enqueue(post("/\(round)/\(index)", bytes: 4_000), kind: "k", orderingKey: "\(index)")
+            }
+            #expect(await eventually(timeout: .seconds(30)) { outbox.pendingCount == 1 })
+            largest = max(largest, everyByte(under: directory.appendingPathComponent("journal")).count)
+        }
+        await outbox.close()
+        // 3 MB went through; what stays is the stuck entry and a few segments' worth of recent records.
+        #expect(largest <= 8 * segmentSize, "the journal grew to \(largest) bytes")
+        let reopened = try Outbox(directory: directory, client: client, paused: true)
+        #expect(reopened.pendingCount == 1)
+        await reopened.close()
+        #expect(client.paths.contains("/stuck"))
+        _ = stuck
+    }
 }

@@ -158,8 +158,8 @@ struct JournalContents {
 /// `write` and one `fdatasync`: concurrent enqueues share a flush. A durable append returns only once its batch is
 /// on the disk. New segments are created atomically (temporary file, `fsync`, rename, directory `fsync`).
 ///
-/// Old segments are deleted oldest first once nothing in them is live; a live entry in the oldest segment is copied
-/// to the active one first, so one stuck entry never pins the disk.
+/// Old segments are deleted oldest first once nothing in them is live; once the journal is mostly dead, the live
+/// records of the oldest segment are copied to the active one first, so one stuck entry never pins the disk.
 // Every `var` below is guarded by `condition`; `activeFD`, `activeSegment` and `activeSize` are also read without it on
 // the writer thread, the only thread that changes them once `open()` has returned. `activeSegmentSpoiled` belongs to
 // the writer thread alone (and to `open()` before that thread starts).
@@ -191,6 +191,10 @@ final class OutboxJournal: @unchecked Sendable {
     /// Where the latest copy of each live entry's records is.
     private var entryLocation: [UUID: Location] = [:]
     private var resultLocation: [UUID: Location] = [:]
+    /// The bytes of the live records: the sum of the ranges in `entryLocation` and `resultLocation`.
+    private var liveBytes = 0
+    /// The size of each segment file.
+    private var segmentBytes: [Int: Int] = [:]
     /// The live ids with a record in each segment.
     private var references: [Int: Set<UUID>] = [:]
     /// A failed write could not be undone: the active segment's tail holds bytes no offset accounts for, so nothing
@@ -283,6 +287,7 @@ final class OutboxJournal: @unchecked Sendable {
                 }
             }
             segments.append(number)
+            segmentBytes[number] = damage == nil ? data.count : records.last?.1.upperBound ?? 0
             for (record, range) in records { seen.append((number, record, range)) }
         }
         for (_, record, _) in seen { if case .done(let id) = record { done.insert(id) } }
@@ -299,6 +304,7 @@ final class OutboxJournal: @unchecked Sendable {
             }
             references[segment, default: []].insert(record.id)
         }
+        liveBytes = (entryLocation.values.map(\.range.count) + resultLocation.values.map(\.range.count)).reduce(0, +)
         // A result for an entry that is gone (relocated and finished) is meaningless.
         for id in contents.results.keys where contents.entries[id] == nil { contents.results[id] = nil }
         try startSegment((segments.max() ?? 0) + 1)
@@ -336,6 +342,7 @@ final class OutboxJournal: @unchecked Sendable {
         activeSegment = number
         activeSize = 0
         activeSegmentSpoiled = false
+        segmentBytes[number] = 0
         segments.append(number)
         condition.unlock()
     }
@@ -377,7 +384,10 @@ final class OutboxJournal: @unchecked Sendable {
     /// Drops `id` from the live set (its done record is being written). Under `condition`.
     private func forget(_ id: UUID) {
         for location in [entryLocation.removeValue(forKey: id), resultLocation.removeValue(forKey: id)] {
-            if let location { references[location.segment]?.remove(id) }
+            if let location {
+                references[location.segment]?.remove(id)
+                liveBytes -= location.range.count
+            }
         }
     }
 
@@ -454,11 +464,18 @@ final class OutboxJournal: @unchecked Sendable {
         }
         condition.lock()
         activeSize += data.count
+        segmentBytes[activeSegment] = activeSize
         for (item, range) in zip(batch, ranges) {
             let location = Location(segment: activeSegment, range: range)
             if item.relocated {
-                if item.type == 1, entryLocation[item.id] != nil { entryLocation[item.id] = location }
-                if item.type == 2, resultLocation[item.id] != nil { resultLocation[item.id] = location }
+                if item.type == 1, let old = entryLocation[item.id] {
+                    entryLocation[item.id] = location
+                    liveBytes += range.count - old.range.count
+                }
+                if item.type == 2, let old = resultLocation[item.id] {
+                    resultLocation[item.id] = location
+                    liveBytes += range.count - old.range.count
+                }
                 if entryLocation[item.id] != nil || resultLocation[item.id] != nil {
                     references[activeSegment, default: []].insert(item.id)
                 }
@@ -466,10 +483,10 @@ final class OutboxJournal: @unchecked Sendable {
             }
             switch item.type {
             case 1 where !isForgotten(item.id, batch: batch):
-                entryLocation[item.id] = location
+                liveBytes += range.count - (entryLocation.updateValue(location, forKey: item.id)?.range.count ?? 0)
                 references[activeSegment, default: []].insert(item.id)
             case 2 where !isForgotten(item.id, batch: batch):
-                resultLocation[item.id] = location
+                liveBytes += range.count - (resultLocation.updateValue(location, forKey: item.id)?.range.count ?? 0)
                 references[activeSegment, default: []].insert(item.id)
             default:
                 break
@@ -488,8 +505,13 @@ final class OutboxJournal: @unchecked Sendable {
     /// Every pass deletes one segment and creates none: copied records go to the active segment even past
     /// `segmentSize` (the next batch rolls over). So compaction ends, and the writer gets back to its callers. (It
     /// used to roll over while copying: with more live records than two segments hold, as after a crash with many
-    /// entries unsent, each copy filled a new segment and the writer copied records forward for ever.) Records are
-    /// copied only out of a segment at most half live, so each byte copied frees at least one.
+    /// entries unsent, each copy filled a new segment and the writer copied records forward for ever.)
+    ///
+    /// Records are copied forward whenever the journal is mostly dead: more than twice its live bytes plus two
+    /// segments. So the journal stays within about `2 × live + 3 × segmentSize` bytes whatever pins the oldest
+    /// segment, and copying never outruns what it frees. (It used to copy only out of a segment at most half live: a
+    /// small oldest segment holding one stuck entry, as a restart leaves, was never copied, and every segment after it
+    /// was kept too; 300 handled entries of 1 MiB left 406 MB.)
     private func compact() {
         while true {
             condition.lock()
@@ -500,29 +522,20 @@ final class OutboxJournal: @unchecked Sendable {
             let live = references[oldest] ?? []
             let count = segments.count
             let moves: [(UUID, Location?, Location?)] = live.map { ($0, entryLocation[$0], resultLocation[$0]) }
+            let mostlyDead = segmentBytes.values.reduce(0, +) > 2 * liveBytes + 2 * segmentSize
             condition.unlock()
             if !live.isEmpty {
-                // Copy live records forward only when the journal holds at least three segments.
-                guard count >= 3 else { return }
-                let liveBytes = moves.flatMap { [$0.1, $0.2] }.reduce(0) { total, location in
-                    guard let location, location.segment == oldest else { return total }
-                    return total + location.range.count
-                }
-                guard liveBytes * 2 <= fileSize(path(oldest)) else { return }
+                // Copy live records forward only when the journal holds at least three segments, mostly dead.
+                guard count >= 3, mostlyDead else { return }
                 guard (try? relocate(moves, from: oldest)) != nil else { return }
             }
             unlink(path(oldest))
             condition.lock()
             segments.removeAll { $0 == oldest }
             references[oldest] = nil
+            segmentBytes[oldest] = nil
             condition.unlock()
         }
-    }
-
-    /// The size of the file at `path`; 0 if it cannot be read.
-    private func fileSize(_ path: String) -> Int {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     private func relocate(_ moves: [(UUID, Location?, Location?)], from segment: Int) throws {
