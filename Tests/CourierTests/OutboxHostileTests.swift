@@ -22,6 +22,8 @@ private final class ScriptedClient: NetworkClientProtocol {
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
+        // Suspends once, as a real client does: on virtual time a retry loop would otherwise never let other tasks run.
+        await Task.yield()
         let path = networkRequest.path ?? ""
         log.withLock { $0.append(path) }
         let (status, headers) = try await answer(path)
@@ -199,5 +201,43 @@ struct OutboxHostileTests {
         await reopened.close()
         #expect(client.paths.contains("/stuck"))
         _ = stuck
+    }
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Retry-After: 0 or a date in the past still waits the backoff, and an unread events stream stays bounded")
+    func noRetryStorm() async throws {
+        let client = ScriptedClient { path in
+            let retryAfter = path == "/zero" ? "0" : "Sun, 06 Nov 1994 08:49:37 GMT"
+            return (503, ["Retry-After": retryAfter])
+        }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let time = VirtualTime(longestWaits: true)
+        let outbox = try Outbox(
+            directory: directory, client: client, retryPolicy: RetryPolicy(baseDelay: 1, maxDelay: 30), paused: true,
+            environment: time.environment)
+        let unread = outbox.events()
+        let events = outbox.events()
+        try await outbox.enqueue(post("/zero"), kind: "k", orderingKey: "zero")
+        try await outbox.enqueue(post("/past"), kind: "k", orderingKey: "past")
+        outbox.resume()
+        let delays = Locked<[String: [TimeInterval]]>([:])
+        let enough = await firstEvent(events) { event in
+            guard case .retrying(let entry, _, let delay, _) = event else { return false }
+            return delays.withLock {
+                $0[entry.orderingKey ?? "", default: []].append(delay)
+                return $0.values.map(\.count).reduce(0, +) >= 2 * (Outbox.maximumBufferedEvents + 100)
+            }
+        }
+        #expect(enough != nil)
+        await outbox.close()
+        // The policy's backoff ceilings (longest waits drawn): 1, 2, 4, 8, 16 s, then 30 s for ever.
+        let expected: [TimeInterval] = [1, 2, 4, 8, 16] + Array(repeating: 30, count: 20)
+        #expect(delays.withLock { Array($0["zero", default: []].prefix(25)) } == expected)
+        #expect(delays.withLock { Array($0["past", default: []].prefix(25)) } == expected)
+        // The stream nobody read holds the newest events only, not the whole storm.
+        var buffered: [OutboxEvent] = []
+        for await event in unread { buffered.append(event) }
+        #expect(buffered.count == Outbox.maximumBufferedEvents)
+        #expect(buffered.allSatisfy { if case .retrying = $0 { true } else { false } })
     }
 }

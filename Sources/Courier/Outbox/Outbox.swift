@@ -89,7 +89,8 @@ public final class Outbox: Sendable {
     public let client: any NetworkClientProtocol
     /// The backoff, jitter and `Retry-After` rules for transient failures. Its ``RetryPolicy/maxAttempts`` and
     /// ``RetryPolicy/totalBudget`` are ignored: entries are retried until they succeed or ``Limits/maximumAge``
-    /// passes.
+    /// passes. Its backoff is the least wait between attempts: a server's `Retry-After` may lengthen it, never
+    /// shorten it (`Retry-After: 0` and dates in the past still wait the backoff).
     public let retryPolicy: RetryPolicy
     /// The bounds on what is kept.
     public let limits: Limits
@@ -359,10 +360,19 @@ public final class Outbox: Sendable {
         state.withLock { $0.entries.count + $0.results.count + $0.reservedEntries }
     }
 
+    /// The most events one ``events()`` stream holds for its reader: `1_000`. When the reader is slower than the
+    /// outbox (or never reads), the oldest unread events are dropped and the newest kept, so an unread stream costs
+    /// bounded memory however long the outbox runs.
+    public static let maximumBufferedEvents = 1_000
+
     /// A new stream of the outbox's events, from now on (damaged files found at opening are reported to the first
     /// stream). Each call returns its own stream; it ends when the outbox is closed.
+    ///
+    /// The stream buffers at most ``maximumBufferedEvents`` unread events: a reader that falls further behind loses
+    /// the oldest ones (a retry storm or a long drain with nobody reading used to grow memory without bound).
     public func events() -> AsyncStream<OutboxEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: OutboxEvent.self, bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: OutboxEvent.self, bufferingPolicy: .bufferingNewest(Self.maximumBufferedEvents))
         let id = UUID()
         let startup = state.withLock { state -> [OutboxEvent]? in
             guard !state.closed else { return nil }
@@ -613,6 +623,7 @@ public final class Outbox: Sendable {
     }
 
     /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
+    /// The policy's backoff is the least wait: a `Retry-After` may only lengthen it.
     ///
     /// Unlike ``RetryingClient``, a failed interceptor or rewrite (often a token refresh while offline) is retried,
     /// and a `Retry-After` above ``RetryPolicy/maxDelay`` is waited for rather than ending the retries.
@@ -623,7 +634,9 @@ public final class Outbox: Sendable {
         case .never:
             return nil
         case .retry(let retryAfter?):
-            return retryAfter
+            // The server may lengthen the wait, never shorten it: `Retry-After: 0`, or an HTTP-date in the past (clock
+            // skew), would otherwise retry at once, for ever (34,000 requests in 10 s from 4 entries).
+            return max(retryAfter, backoff())
         case .retry(nil):
             return backoff()
         case .askPredicate:
