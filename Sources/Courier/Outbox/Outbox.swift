@@ -111,6 +111,12 @@ public final class Outbox: Sendable {
         var entries: [UUID: StoredEntry] = [:]
         var queues: [String: [UUID]] = [:]
         var sending: Set<String> = []
+        /// Keys that may be ready to send, by the sequence of their head when added; checked when taken out (a key
+        /// whose head changed or that is sending is skipped). Every change that can make a key ready adds it, so a
+        /// pump does work in proportion to the sends it starts, not to the number of keys.
+        var ready = ReadyKeys()
+        /// The keys the pump has taken out of `ready`, for tests.
+        var pumpWork = 0
         var results: [UUID: (entry: StoredEntry, result: StoredResult)] = [:]
         var handlers: [String: (generation: Int, run: Handler)] = [:]
         var handlerGeneration = 0
@@ -215,6 +221,7 @@ public final class Outbox: Sendable {
         }
         for key in state.queues.keys {
             state.queues[key]?.sort { state.entries[$0]!.sequence < state.entries[$1]!.sequence }
+            Self.markReady(key, in: &state)
         }
         state.startupEvents = contents.quarantined.map {
             .quarantined(file: $0.file, reason: $0.reason, recoveredEntries: $0.recovered)
@@ -283,6 +290,7 @@ public final class Outbox: Sendable {
                 $0.reservedEntries -= 1
                 $0.bytes -= record.count
                 $0.enqueuing[queue]?.remove(entry.sequence)
+                Self.markReady(queue, in: &$0)
             }
             pump()
             throw error
@@ -300,6 +308,7 @@ public final class Outbox: Sendable {
                 ids.lastIndex { entries[$0].map { $0.sequence < entry.sequence } ?? true }.map { $0 + 1 } ?? 0
             ids.insert(entry.id, at: position)
             state.queues[queue] = ids
+            Self.markReady(queue, in: &state)
         }
         pump()
         return entry.id
@@ -490,18 +499,21 @@ public final class Outbox: Sendable {
         }
     }
 
-    /// Starts a sender for every ordering key whose head can go, up to the concurrency bound.
+    /// Starts a sender for every ordering key whose head can go, up to the concurrency bound, oldest head first.
+    ///
+    /// Takes keys out of `ready` (a heap) instead of filtering and sorting every queue: with 10,000 distinct keys
+    /// that made each pump sort them all (25 entries drained per second with a core busy).
     private func pump() {
         let keys = state.withLock { state -> [String] in
             guard !state.paused, !state.closed else { return [] }
             var started: [String] = []
-            func head(_ ids: [UUID]) -> UInt64 { ids.first.flatMap { state.entries[$0]?.sequence } ?? .max }
-            let ready = state.queues.filter { key, ids in
-                guard !ids.isEmpty, !state.sending.contains(key) else { return false }
-                // An earlier entry of this key that is still being written goes first.
-                return state.enqueuing[key]?.contains { $0 < head(ids) } != true
-            }.sorted { head($0.value) < head($1.value) }
-            for (key, _) in ready where state.sending.count < limits.maximumConcurrentSends {
+            while state.sending.count < limits.maximumConcurrentSends, let (sequence, key) = state.ready.popMin() {
+                state.pumpWork += 1
+                guard !state.sending.contains(key), let head = state.queues[key]?.first,
+                    state.entries[head]?.sequence == sequence
+                else { continue }  // Stale: the key is sending, empty, or was added again with its new head.
+                // An earlier entry of this key that is still being written goes first; its enqueue adds the key again.
+                if state.enqueuing[key]?.contains(where: { $0 < sequence }) == true { continue }
                 state.sending.insert(key)
                 started.append(key)
             }
@@ -516,7 +528,10 @@ public final class Outbox: Sendable {
     /// the next entry go.
     private func sendHead(of key: String) async {
         defer {
-            state.withLock { _ = $0.sending.remove(key) }
+            state.withLock { state in
+                state.sending.remove(key)
+                Self.markReady(key, in: &state)
+            }
             pump()
         }
         guard let entry = state.withLock({ state in state.queues[key]?.first.flatMap { state.entries[$0] } }) else {
@@ -571,6 +586,15 @@ public final class Outbox: Sendable {
         await deliver(entry.id)
         discardExpiredResults()
     }
+
+    /// Adds `key` to the ready heap if its queue has a head.
+    private static func markReady(_ key: String, in state: inout State) {
+        guard let head = state.queues[key]?.first, let sequence = state.entries[head]?.sequence else { return }
+        state.ready.insert(sequence, key)
+    }
+
+    /// The keys the pump has examined since opening, for tests: about one per send, not one per key per send.
+    var pumpWorkForTesting: Int { state.withLock { $0.pumpWork } }
 
     private static func removeHead(_ id: UUID, of key: String, in state: inout State) {
         state.queues[key]?.removeAll { $0 == id }
@@ -729,4 +753,38 @@ extension Result {
 extension Outbox {
     /// The journal, for tests that inject storage failures.
     var journalForTesting: OutboxJournal { journal }
+}
+
+/// A min-heap of ordering keys by the sequence number of their head entry.
+struct ReadyKeys: Sendable {
+    private var items: [(sequence: UInt64, key: String)] = []
+
+    mutating func insert(_ sequence: UInt64, _ key: String) {
+        items.append((sequence, key))
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child].sequence < items[parent].sequence else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func popMin() -> (UInt64, String)? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let top = items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < items.count, items[left].sequence < items[smallest].sequence { smallest = left }
+            if right < items.count, items[right].sequence < items[smallest].sequence { smallest = right }
+            guard smallest != parent else { break }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+        return (top.sequence, top.key)
+    }
 }
