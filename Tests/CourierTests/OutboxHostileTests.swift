@@ -263,4 +263,40 @@ struct OutboxHostileTests {
         // entry. Filtering and sorting every queue at each pump was about count² / 2 (2,000,000 here).
         #expect(outbox.pumpWorkForTesting <= 4 * count, "the pump examined \(outbox.pumpWorkForTesting) keys")
     }
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("close() returns within its timeout while a result handler hangs; the result is kept and handled next time")
+    func closeWithHungHandler() async throws {
+        let client = ScriptedClient { _ in (200, [:]) }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outbox = try Outbox(directory: directory, client: client, environment: .live)
+        // A handler that ignores cancellation and never returns until the test lets it.
+        let hung = Locked<CheckedContinuation<Void, Never>?>(nil)
+        defer { hung.withLock { $0?.resume() } }
+        outbox.onResult(kind: "k", as: VoidResponse.self) { _, _ in
+            await withCheckedContinuation { continuation in hung.withLock { $0 = continuation } }
+        }
+        let id = try await outbox.enqueue(post("/once"), kind: "k")
+        #expect(await eventually { hung.withLock { $0 != nil } })
+        let closed = Locked(false)
+        Task {
+            await outbox.close(timeout: 0.5)
+            closed.withLock { $0 = true }
+        }
+        let returned = await eventually(timeout: promptly) { closed.withLock { $0 } }
+        #expect(returned, "close() waited for the hung handler")
+        guard returned else { return }
+
+        let reopened = try Outbox(directory: directory, client: client, paused: true)
+        #expect(reopened.pendingCount == 1)
+        let handled = Locked<[UUID]>([])
+        reopened.onResult(kind: "k", as: VoidResponse.self) { entry, result in
+            if case .success = result { handled.withLock { $0.append(entry.id) } }
+        }
+        #expect(await eventually { reopened.pendingCount == 0 })
+        await reopened.close()
+        #expect(handled.withLock { $0 } == [id])
+        // The result was kept: the entry was not sent a second time.
+        #expect(client.paths == ["/once"])
+    }
 }

@@ -121,6 +121,9 @@ public final class Outbox: Sendable {
         var handlers: [String: (generation: Int, run: Handler)] = [:]
         var handlerGeneration = 0
         var delivering: Set<UUID> = []
+        /// The results being handed to a handler right after their send, not yet on the disk: ``close(timeout:)``
+        /// stores them when a handler outlives it.
+        var handing: [UUID: StoredResult] = [:]
         /// The entries whose handler threw, with the generation of that handler: a newer one gets the result.
         var failedHandlers: [UUID: Int] = [:]
         var sizes: [UUID: Int] = [:]
@@ -406,18 +409,62 @@ public final class Outbox: Sendable {
         lock.release()
     }
 
-    /// Stops sending, cancels the requests in flight (they are sent again at the next opening), flushes the journal
-    /// and releases the directory's lock. Idempotent. Enqueues after it throw ``OutboxError/closed``.
-    public func close() async {
+    /// How long ``close(timeout:)`` waits by default for the outbox's tasks (sends, result handlers) to end after
+    /// cancelling them: 5 seconds.
+    public static let closeTimeout: TimeInterval = 5
+
+    /// Stops sending, cancels the requests in flight (they are sent again at the next opening) and the running result
+    /// handlers, waits for them at most `timeout` seconds, flushes the journal and releases the directory's lock.
+    /// Idempotent. Enqueues after it throw ``OutboxError/closed``.
+    ///
+    /// A result handler that ignores cancellation and is still running after `timeout` is left running, but the
+    /// outbox no longer waits for it: its entry's result stays stored (it is written now if it was not yet), and the
+    /// handler runs again for it at the next opening. What the abandoned handler does afterwards is not recorded.
+    /// - Parameter timeout: The longest wait for running tasks, in seconds; ``closeTimeout`` (5 s) by default.
+    public func close(timeout: TimeInterval = Outbox.closeTimeout) async {
         let (tasks, streams) = state.withLock { state in
             state.closed = true
             return (Array(state.tasks.values), Array(state.streams.values))
         }
         for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
+        if await !Self.waitForAll(tasks, atMost: timeout) {
+            // A handler outlived the wait: keep the results it was given, so the next opening delivers them again
+            // instead of sending their entries a second time.
+            for (id, result) in state.withLock({ $0.handing }) {
+                try? await journal.append(.result(id: id, result), durable: true)
+            }
+        }
         journal.close()
         lock.release()
         for stream in streams { stream.finish() }
+    }
+
+    /// Waits until every task in `tasks` has ended or `seconds` have passed; `true` if they all ended.
+    private static func waitForAll(_ tasks: [Task<Void, Never>], atMost seconds: TimeInterval) async -> Bool {
+        let waiter = Task { for task in tasks { await task.value } }
+        let outcome = Locked<CheckedContinuation<Bool, Never>?>(nil)
+        let timer = Locked<Task<Void, Never>?>(nil)
+        return await withCheckedContinuation { continuation in
+            outcome.withLock { $0 = continuation }
+            let finish: @Sendable (Bool) -> Void = { ended in
+                outcome.withLock { pending in
+                    pending?.resume(returning: ended)
+                    pending = nil
+                }
+            }
+            timer.withLock { timer in
+                timer = Task {
+                    let nanoseconds = UInt64(min(max(0, seconds.isFinite ? seconds : 0), 1e6) * 1e9)
+                    try? await Task.sleep(nanoseconds: nanoseconds)
+                    finish(false)
+                }
+            }
+            Task {
+                await waiter.value
+                timer.withLock { $0?.cancel() }
+                finish(true)
+            }
+        }
     }
 
     // MARK: Enqueue
@@ -546,8 +593,10 @@ public final class Outbox: Sendable {
         if let handler = state.withLock({ state -> (generation: Int, run: Handler)? in
             guard let handler = state.handlers[entry.kind] else { return nil }
             state.delivering.insert(entry.id)
+            state.handing[entry.id] = result
             return handler
         }) {
+            defer { state.withLock { _ = $0.handing.removeValue(forKey: entry.id) } }
             do {
                 try await handler.run(info, result, entry.acceptable)
                 // Durable before the next entry of the key goes: after a crash, only entries being sent or handled
