@@ -32,7 +32,7 @@ import FoundationNetworking
 ///   ``OutboxEvent/quarantined(file:reason:recoveredEntries:)``, and every intact entry in it is kept.
 ///
 /// One `Outbox` per directory: opening takes an exclusive `flock` on `outbox.lock`, so a second instance, in this
-/// process or another, fails with ``OutboxError/directoryInUse(path:)``. Call ``close()`` to release it.
+/// process or another, fails with ``OutboxError/directoryInUse(path:)``. Call ``close(timeout:)`` to release it.
 public final class Outbox: Sendable {
     /// The header every attempt of an entry carries: a UUID chosen at enqueue, or the request's own value.
     public static let idempotencyHeader = "Idempotency-Key"
@@ -534,7 +534,7 @@ public final class Outbox: Sendable {
 
     // MARK: Sending
 
-    /// Runs `body` in a task the outbox tracks, so that ``close()`` can cancel and await it.
+    /// Runs `body` in a task the outbox tracks, so that ``close(timeout:)`` can cancel and await it.
     private func spawn(_ body: @escaping @Sendable (Outbox) async -> Void) {
         let id = UUID()
         state.withLock { state in
