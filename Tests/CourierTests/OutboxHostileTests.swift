@@ -299,4 +299,42 @@ struct OutboxHostileTests {
         // The result was kept: the entry was not sent a second time.
         #expect(client.paths == ["/once"])
     }
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("maximumAge fires for an entry enqueued while the wall clock was a year ahead, once the clock is set right")
+    func maximumAgeWithClockAhead() async throws {
+        let client = ScriptedClient { _ in (503, [:]) }
+        let directory = temporaryOutboxDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let start = Date(timeIntervalSince1970: 1_700_000_000)
+        let yearAhead = Locked(true)
+        let elapsed = Locked<TimeInterval>(0)
+        // Virtual time: sleeps advance both clocks; the wall clock reads a year ahead until it is set right.
+        let environment = RetryEnvironment(
+            sleep: { seconds in
+                elapsed.withLock { $0 += seconds }
+                try Task.checkCancellation()
+            },
+            now: {
+                start.addingTimeInterval(elapsed.withLock { $0 } + (yearAhead.withLock { $0 } ? 365 * 86_400 : 0))
+            },
+            random: { $0.upperBound },
+            uptime: { elapsed.withLock { $0 } })
+        let outbox = try Outbox(
+            directory: directory, client: client, retryPolicy: RetryPolicy(baseDelay: 1, maxDelay: 30),
+            limits: Outbox.Limits(maximumAge: 60), paused: true, environment: environment)
+        let outcome = Locked<Int?>(nil)
+        outbox.onResult(kind: "k", as: VoidResponse.self) { _, result in
+            if case .failure(.unacceptableStatusCode(let status, _, _)) = result { outcome.withLock { $0 = status } }
+        }
+        try await outbox.enqueue(post("/never"), kind: "k")
+        yearAhead.withLock { $0 = false }
+        outbox.resume()
+        let failed = await eventually(timeout: promptly) { outcome.withLock { $0 } != nil }
+        await outbox.close()
+        #expect(failed, "the entry was still retried after \(elapsed.withLock { $0 }) s of virtual time")
+        #expect(outcome.withLock { $0 } == 503)
+        // Given up within the maximum age, not a year later.
+        #expect(elapsed.withLock { $0 } <= 60)
+        #expect(client.paths.count < 10)
+    }
 }

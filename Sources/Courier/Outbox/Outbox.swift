@@ -46,7 +46,9 @@ public final class Outbox: Sendable {
         /// The largest encoded body one entry may have; `4 MiB` by default.
         public var maximumBodySize: Int
         /// How long, in seconds, an entry may keep being retried after it was enqueued; `nil` (the default) for no
-        /// limit. A retry that would start later fails the entry with its last error.
+        /// limit. A retry that would start later fails the entry with its last error. An enqueue time later than
+        /// the clock's (a clock that was ahead) counts as now, and within a process age is measured with a monotonic
+        /// clock, so setting the wall clock neither stops nor speeds it.
         public var maximumAge: TimeInterval?
         /// How long, in seconds, a result waits for a handler of its kind before it is dropped; 7 days by default.
         public var resultRetention: TimeInterval
@@ -135,6 +137,8 @@ public final class Outbox: Sendable {
         var paused: Bool
         var closed = false
         var attempts: [UUID: Int] = [:]
+        /// For each entry being retried: a monotonic reading and the entry's age at that reading.
+        var ages: [UUID: (uptime: TimeInterval, age: TimeInterval)] = [:]
         var tasks: [UUID: Task<Void, Never>] = [:]
         var streams: [UUID: AsyncStream<OutboxEvent>.Continuation] = [:]
         var startupEvents: [OutboxEvent] = []
@@ -606,6 +610,7 @@ public final class Outbox: Sendable {
                     state.entries[entry.id] = nil
                     Self.removeHead(entry.id, of: key, in: &state)
                     state.attempts[entry.id] = nil
+                    state.ages[entry.id] = nil
                 }
                 finish(entry.id)
                 emit(.handled(info))
@@ -631,6 +636,7 @@ public final class Outbox: Sendable {
             state.results[entry.id] = (entry, result)
             state.bytes += result.body?.count ?? 0
             state.attempts[entry.id] = nil
+            state.ages[entry.id] = nil
         }
         await deliver(entry.id)
         discardExpiredResults()
@@ -677,9 +683,7 @@ public final class Outbox: Sendable {
                 guard let delay = await retryDelay(after: failure, attempt: attempt) else {
                     return .failure(failure, sensitiveHeaders: sensitiveHeaders, now: environment.now())
                 }
-                if let maximumAge = limits.maximumAge,
-                    environment.now().timeIntervalSince(entry.enqueuedAt) + delay > maximumAge
-                {
+                if let maximumAge = limits.maximumAge, age(of: entry) + delay > maximumAge {
                     return .failure(failure, sensitiveHeaders: sensitiveHeaders, now: environment.now())
                 }
                 error =
@@ -693,6 +697,22 @@ public final class Outbox: Sendable {
                 }
             }
         }
+    }
+
+    /// How long ago `entry` was enqueued, in seconds, for ``Limits/maximumAge``.
+    ///
+    /// The wall clock is read once per entry and process, with an enqueue time in the future counted as now (an entry
+    /// enqueued while the clock was a year ahead never aged); from then on age grows by a monotonic clock, so moving
+    /// the wall clock neither stops nor speeds it.
+    private func age(of entry: StoredEntry) -> TimeInterval {
+        let uptime = environment.uptime?() ?? environment.now().timeIntervalSinceReferenceDate
+        let base = state.withLock { state in
+            if let base = state.ages[entry.id] { return base }
+            let base = (uptime: uptime, age: max(0, environment.now().timeIntervalSince(entry.enqueuedAt)))
+            state.ages[entry.id] = base
+            return base
+        }
+        return base.age + max(0, uptime - base.uptime)
     }
 
     /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
