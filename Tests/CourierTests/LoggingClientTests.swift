@@ -140,7 +140,9 @@ struct LoggingClientTests {
             log.lines == [
                 """
                 POST http://127.0.0.1:\(server.port)/login -> 200, 12 ms, 31 bytes
+                  > Accept: application/json
                   > Authorization: <redacted>
+                  > Content-Type: application/json
                   > X-Api-Key: <redacted>
                   > X-Trace: abc
                   > body: {"password":"<redacted>","user":"ann"}

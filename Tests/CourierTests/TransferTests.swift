@@ -161,6 +161,18 @@ struct TransferTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Without Content-Disposition, a download to the default place is named after the URL's last component")
+    func defaultDownloadName() async throws {
+        let server = try LoopbackServer { _ in .respond(status: 200, body: Data("%PDF".utf8)) }
+        let file = try await server.client().run(
+            NetworkRequest<VoidRequest, DownloadedFile>(path: "files/report.pdf", method: .get)
+        ).value
+        defer { try? FileManager.default.removeItem(at: file.url.deletingLastPathComponent()) }
+        #expect(file.url.lastPathComponent == "report.pdf")
+        #expect(FileManager.default.contents(atPath: file.url.path) == Data("%PDF".utf8))
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Cancelling mid-download stops the transfer and leaves no file at the destination")
     func cancelledDownload() async throws {
         let folder = try Self.scratchFolder()

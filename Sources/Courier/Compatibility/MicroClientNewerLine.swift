@@ -191,10 +191,8 @@ struct MicroClientPipeline {
 }
 
 /// A ``NetworkClient`` seen without its MicroClient pipeline, so that the pipeline's decorators can wrap it.
-struct DirectNetworkClient: NetworkClientProtocol, ClientChainLink {
+struct DirectNetworkClient: NetworkClientProtocol {
     let client: NetworkClient
-
-    var chainWrapped: any NetworkClientProtocol { client }
 
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>

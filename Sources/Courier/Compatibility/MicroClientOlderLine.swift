@@ -82,7 +82,7 @@ extension NetworkRequest {
     /// - Throws: ``NetworkClientError/decodingFailed(underlying:data:)``.
     @available(*, deprecated, message: "MicroClient 0.0.6: Courier decodes the response when it runs the request")
     public func decode(data: Data, defaultDecoder: JSONDecoder) throws -> ResponseModel {
-        try NetworkClient.decode(ResponseModel.self, from: data, with: decoder ?? defaultDecoder)
+        try ResponseKinds.decode(ResponseModel.self, from: data, with: decoder ?? defaultDecoder)
     }
 }
 

@@ -13,6 +13,9 @@ struct TransferRequest: Sendable {
     var download: DownloadTarget?
     var limits: TransferLimits
     var onProgress: (@Sendable (TransferProgress) -> Void)?
+    /// Lowercased names of header fields to keep off redirects to another origin besides the session's sensitive
+    /// headers: the fields of an ``AuthenticatingClient``'s credential.
+    var sensitiveHeaders: Set<String> = []
 }
 
 /// Where a download's partial bytes are kept between runs of the same request, and what this run resumes.

@@ -40,6 +40,7 @@ public final class NetworkClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
+        if networkRequest.isLocalQuery { return try answerFacts() }
         let settings = configuration.currentSettings
         // MicroClient 0.0.22+'s retry strategy, logger and response interceptors: Courier's own decorators.
         if let pipeline = MicroClientPipeline(options: settings.microClient, request: networkRequest) {
@@ -55,23 +56,38 @@ public final class NetworkClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
         let settings = settings ?? configuration.currentSettings
-        let prepared = try networkRequest.prepare(configuration: configuration)
+        let listener = SendReportListener.current
+        let prepared: PreparedRequest
+        do {
+            prepared = try networkRequest.prepare(configuration: configuration)
+        } catch {
+            if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
+            throw error
+        }
         defer { if prepared.uploadFileIsStaged, let file = prepared.uploadFile { Self.remove(file) } }
-        let request = try await intercepted(
-            prepared.urlRequest, settings,
-            interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
-        // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
-        try Task.checkCancellation()
+        var request = prepared.urlRequest
+        do {
+            request = try await intercepted(
+                request, settings, interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
+            // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
+            try Task.checkCancellation()
+        } catch {
+            if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
+            throw error
+        }
+        let credentialWithheld = keepCredential(networkRequest.credentialScope, to: &request)
+        if let listener { report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener) }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
-        let transfer = TransferRequest(
+        var transfer = TransferRequest(
             urlRequest: request, uploadFile: prepared.uploadFile,
-            download: ResponseModel.self == DownloadedFile.self
+            download: ResponseKinds.isFile(ResponseModel.self)
                 ? DownloadTarget(destination: networkRequest.downloadDestination, acceptableStatusCodes: accepted)
                 : nil,
             limits: TransferLimits(
                 maximumResponseSize: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
                 deadline: deadline(totalTimeout: networkRequest.totalTimeout)),
             onProgress: networkRequest.onProgress)
+        if let scope = networkRequest.credentialScope { transfer.sensitiveHeaders = scope.headerNames }
         let received = try await send(transfer)
         let (data, response) = (received.data, received.response)
         guard let httpResponse = response as? HTTPURLResponse else {
@@ -79,13 +95,58 @@ public final class NetworkClient: NetworkClientProtocol {
         }
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
         if let file = received.file { return NetworkResponse(value: file as! ResponseModel, response: response) }
-        guard accepted?.contains(httpResponse.statusCode) ?? (200..<300).contains(httpResponse.statusCode) else {
+        guard ResponseKinds.accepts(httpResponse.statusCode, accepted) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: httpResponse.statusCode, response: Redaction.response(httpResponse), data: data)
         }
-        let value = try Self.decode(
+        let value = try ResponseKinds.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
         return NetworkResponse(value: value, response: response, data: data)
+    }
+
+    /// Answers a ``ClientFacts`` query from the configuration, without sending anything.
+    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
+        let facts = ClientFacts(
+            sensitiveHeaders: configuration.sensitiveHeaders, encoder: configuration.defaultEncoder,
+            decoder: configuration.defaultDecoder)
+        let response = HTTPURLResponse(
+            url: configuration.baseURL, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])
+        guard let facts = facts as? ResponseModel, let response else {
+            throw NetworkClientError.invalidRequest(reason: "the client facts could not be answered")
+        }
+        return NetworkResponse(value: facts, response: response)
+    }
+
+    /// Removes an ``AuthenticatingClient``'s credential from `request` unless it goes to the configured base URL's
+    /// origin or one the authenticating client names: this client is the one that knows the configured base URL,
+    /// whatever decorators sit above it. Returns whether the credential was removed.
+    private func keepCredential(_ scope: CredentialScope?, to request: inout URLRequest) -> Bool {
+        guard let scope else { return false }
+        let origin = request.url.flatMap(Origin.of)
+        if let origin, origin == configuration.base.origin || scope.additionalOrigins.contains(origin) {
+            return false
+        }
+        for name in (request.allHTTPHeaderFields ?? [:]).keys where scope.headerNames.contains(name.lowercased()) {
+            request.setValue(nil, forHTTPHeaderField: name)
+        }
+        return true
+    }
+
+    /// Tells the decorators that listen what is about to be sent (see ``SendReportListener``); `request` is `nil`
+    /// when the request failed before it could be built or intercepted, and then the request's own headers are told.
+    private func report<RequestModel, ResponseModel>(
+        _ request: URLRequest?, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
+        credentialWithheld: Bool, to listener: SendReportListener
+    ) {
+        var sensitive = configuration.sensitiveHeaders
+        if let scope = networkRequest.credentialScope { sensitive.formUnion(scope.headerNames) }
+        SendReportListener.deliver(
+            SendReport(
+                url: request?.url, headers: request?.allHTTPHeaderFields ?? networkRequest.additionalHeaders ?? [:],
+                body: request?.httpBody,
+                sensitiveHeaders: sensitive, base: networkRequest.baseURL.map(BaseURL.init) ?? configuration.base,
+                credentialWithheld: credentialWithheld),
+            to: listener)
     }
 
     /// Removes a temporary file Courier made.
@@ -137,27 +198,6 @@ public final class NetworkClient: NetworkClientProtocol {
             if Task.isCancelled || error is CancellationError { throw CancellationError() }
             // Redacted here, once: URLError's user info carries the full URL, password and query included.
             throw NetworkClientError.transportFailed(Redaction.urlError(error, url: request.urlRequest.url))
-        }
-    }
-
-    /// Decodes a 2xx body: ``VoidResponse`` skips decoding, `Data` is the body itself, `String` is its UTF-8 text,
-    /// anything else is JSON.
-    static func decode<ResponseModel: Decodable>(
-        _ type: ResponseModel.Type, from data: Data, with decoder: JSONDecoder
-    ) throws(NetworkClientError) -> ResponseModel {
-        if type == VoidResponse.self { return VoidResponse() as! ResponseModel }
-        if type == Data.self { return data as! ResponseModel }
-        if type == String.self {
-            guard let text = String(data: data, encoding: .utf8) else {
-                let context = DecodingError.Context(codingPath: [], debugDescription: "The body is not valid UTF-8.")
-                throw .decodingFailed(underlying: DecodingError.dataCorrupted(context), data: data)
-            }
-            return text as! ResponseModel
-        }
-        do {
-            return try decoder.decode(type, from: data)
-        } catch {
-            throw .decodingFailed(underlying: error, data: data)
         }
     }
 }

@@ -128,6 +128,12 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// caller's session with its own delegate reports nothing. ``DeduplicatingClient`` calls only the handler of the
     /// request that started a shared call.
     public let onProgress: (@Sendable (TransferProgress) -> Void)?
+    /// How the decorators treat this request: sharing, credential, retry and a log tag; `RequestOptions()` (no
+    /// change) by default.
+    public var options: RequestOptions
+    /// The credential an ``AuthenticatingClient`` put on the request, for the client at the bottom to keep to its
+    /// origins; `nil` when none did.
+    var credentialScope: CredentialScope?
     /// The interceptors, retry strategy and response interceptors of MicroClient 0.0.22+'s initializer; `nil`
     /// otherwise.
     var microClient: MicroClientRequestOptions?
@@ -149,6 +155,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     ///   - acceptableStatusCodes: The statuses that count as success; `nil` by default (the configuration's).
     ///   - downloadDestination: Where a ``DownloadedFile`` goes; `nil` by default (the caches directory).
     ///   - onProgress: A progress handler; `nil` by default.
+    ///   - options: How the decorators treat the request; `RequestOptions()` (no change) by default.
     public init(
         path: String? = nil,
         method: HTTPMethod,
@@ -164,7 +171,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         maximumResponseSize: Int? = nil,
         acceptableStatusCodes: Set<Int>? = nil,
         downloadDestination: URL? = nil,
-        onProgress: (@Sendable (TransferProgress) -> Void)? = nil
+        onProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        options: RequestOptions = RequestOptions()
     ) {
         self.path = path
         self.method = method
@@ -181,5 +189,6 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         self.acceptableStatusCodes = acceptableStatusCodes
         self.downloadDestination = downloadDestination
         self.onProgress = onProgress
+        self.options = options
     }
 }

@@ -81,6 +81,9 @@ enum Redaction {
         case .cannotFindHost: return "host not found"
         case .cancelled: return "cancelled"
         case .secureConnectionFailed: return "TLS handshake failed"
+        case .serverCertificateUntrusted: return "the server's certificate is not trusted"
+        case .serverCertificateHasBadDate: return "the server's certificate has expired or is not yet valid"
+        case .clientCertificateRequired: return "the server requires a client certificate"
         default: return "URL loading error"
         }
     }

@@ -34,7 +34,11 @@ final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
     }
 
     /// The decision for the redirect `response` to `sent`, which URLSession proposes to follow with `proposed`.
-    func decide(_ proposed: URLRequest, redirecting sent: URLRequest?, response: HTTPURLResponse) -> Decision {
+    /// - Parameter extra: Lowercased names of more header fields to keep off another origin (a credential's).
+    func decide(
+        _ proposed: URLRequest, redirecting sent: URLRequest?, response: HTTPURLResponse,
+        alsoRemoving extra: Set<String> = []
+    ) -> Decision {
         // The Location itself: corelibs rewrites `file:///etc/passwd` into a URL on the redirecting host.
         let location = response.value(forHTTPHeaderField: "Location").flatMap { URL(string: $0) }
         for scheme in [location?.scheme, proposed.url?.scheme].compactMap({ $0?.lowercased() })
@@ -42,7 +46,9 @@ final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
             return .refuse(
                 "the server redirected to a \(String(reflecting: scheme)) URL; only http and https are followed")
         }
-        var next = guarded(redirectTarget(of: proposed, response: response), redirectedFrom: sent?.url ?? response.url)
+        var next = guarded(
+            redirectTarget(of: proposed, response: response), redirectedFrom: sent?.url ?? response.url,
+            alsoRemoving: extra)
         guard response.statusCode == 307 || response.statusCode == 308, let sent else { return .follow(next) }
         if sent.httpBodyStream != nil {
             return .refuse(
@@ -69,10 +75,12 @@ final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
     }
 
     /// `request` without the sensitive headers if it goes to another origin than `origin`.
-    func guarded(_ request: URLRequest, redirectedFrom origin: URL?) -> URLRequest {
+    func guarded(_ request: URLRequest, redirectedFrom origin: URL?, alsoRemoving extra: Set<String> = []) -> URLRequest
+    {
         guard let origin, let target = request.url, !Self.sameOrigin(origin, target) else { return request }
         var request = request
-        for name in (request.allHTTPHeaderFields ?? [:]).keys where sensitiveHeaders.contains(name.lowercased()) {
+        for name in (request.allHTTPHeaderFields ?? [:]).keys
+        where sensitiveHeaders.contains(name.lowercased()) || extra.contains(name.lowercased()) {
             request.setValue(nil, forHTTPHeaderField: name)
         }
         return request

@@ -18,9 +18,12 @@ struct BaseURL: Sendable {
     let query: Substring?
     /// Why the URL cannot serve as a base, if it cannot.
     let invalidReason: String?
+    /// `scheme://host:port` of the URL (see ``Origin/of(_:)``).
+    let origin: String?
 
     init(_ url: URL) {
         self.url = url
+        self.origin = Origin.of(url)
         let text = url.absoluteString
         let beforeFragment = text[..<(text.firstIndex(of: "#") ?? text.endIndex)]
         let queryMark = beforeFragment.firstIndex(of: "?")
@@ -284,39 +287,17 @@ extension NetworkRequest {
         return prepared
     }
 
-    /// Where a body comes from.
-    private enum Body {
-        case data(Data)
-        case file(URL)
-        case stagedFile(URL)
-    }
-
     /// The body and its content type: a form, `Data` as is, a file, a multipart form, JSON, or nothing.
-    private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (Body?, String?) {
+    private func encodedBody(configuration: NetworkConfiguration) throws(NetworkClientError) -> (EncodedBody?, String?)
+    {
         if let formItems {
             guard body == nil else {
                 throw .invalidRequest(reason: "both formItems and body are set; a request has one body")
             }
             return (.data(FormEncoding.body(formItems)), "application/x-www-form-urlencoded")
         }
-        guard let body, RequestModel.self != VoidRequest.self else { return (nil, nil) }
-        if RequestModel.self == Data.self, let data = body as? Data {
-            return (.data(data), "application/octet-stream")
-        }
-        if let upload = body as? FileUpload {
-            _ = try FileCheck.readableSize(of: upload.url)
-            return (.file(upload.url), upload.effectiveContentType)
-        }
-        if let form = body as? MultipartFormData {
-            switch try form.encoded() {
-            case .data(let data, let contentType): return (.data(data), contentType)
-            case .file(let file, let contentType): return (.stagedFile(file), contentType)
-            }
-        }
-        do {
-            return (.data(try (encoder ?? configuration.defaultEncoder).encode(body)), "application/json")
-        } catch {
-            throw .encodingFailed(underlying: error)
-        }
+        guard let kind = BodyKinds.kind(of: self) else { return (nil, nil) }
+        let (body, contentType) = try kind.encodedForSending(with: encoder ?? configuration.defaultEncoder)
+        return (body, contentType)
     }
 }

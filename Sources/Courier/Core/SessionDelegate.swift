@@ -88,7 +88,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     ) {
         let transfer = transfer(task)
         let sent = transfer?.request.urlRequest ?? task.originalRequest
-        switch redirects.decide(request, redirecting: sent, response: response) {
+        let extra = transfer?.request.sensitiveHeaders ?? []
+        switch redirects.decide(request, redirecting: sent, response: response, alsoRemoving: extra) {
         case .follow(let next)
         where redirectsDropBodies && transfer?.request.uploadFile != nil
             && (response.statusCode == 307 || response.statusCode == 308):

@@ -16,10 +16,17 @@ import FoundationNetworking
 ///   was sent with the same credential before it failed; a request that starts after the failure renews anew.
 /// - **No storm.** More than ``maximumRefreshes`` renewals (3 by default) within ``refreshWindow`` seconds (60 by
 ///   default) fail with ``AuthenticationError/tooManyRefreshes(limit:window:)`` instead of renewing again.
-/// - **Only where it belongs.** The credential goes only to requests that use the configured base URL (no
-///   ``NetworkRequest/baseURL`` override, or one with the configured base URL's origin) and to the origins in
-///   ``additionalOrigins``; any other request is passed on untouched, without a credential.
-public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: NetworkClientProtocol, ClientChainLink {
+/// - **Only where it belongs.** The credential goes only to requests sent to the configured base URL's origin (no
+///   ``NetworkRequest/baseURL`` override, or one with the same scheme, host and port) and to the origins in
+///   ``additionalOrigins``, and never follows a redirect to another origin. The client at the bottom of the stack,
+///   which knows the configured base URL, enforces it, so it holds wherever this decorator sits in a stack. A request
+///   whose credential was withheld for that reason is not renewed on a `401`.
+/// - **The request's say.** A request with ``RequestOptions/sendsCredential`` `false` (a sign-in, a public
+///   endpoint) is passed on untouched.
+/// - **Cancellation and deadline.** A request waiting for a renewal stops waiting when its task is cancelled
+///   (`CancellationError`) or its ``NetworkRequest/totalTimeout`` passes (``NetworkClientError/transportFailed(_:)``
+///   with `URLError.timedOut`, the error a transfer's deadline throws); the renewal goes on for the others.
+public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: NetworkClientProtocol {
     /// The client that runs the requests.
     public let wrapped: any NetworkClientProtocol
     /// Supplies, applies and renews the credential.
@@ -32,9 +39,6 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     /// The window, in seconds, over which ``maximumRefreshes`` is counted; `60` by default.
     public let refreshWindow: TimeInterval
 
-    var chainWrapped: any NetworkClientProtocol { wrapped }
-
-    private let configuredOrigin: String?
     private let state = Locked(State())
 
     /// Creates an authenticating client.
@@ -51,10 +55,9 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     ) {
         self.wrapped = client
         self.authenticator = authenticator
-        self.additionalOrigins = Set(additionalOrigins.compactMap(ClientChain.origin(of:)))
+        self.additionalOrigins = Set(additionalOrigins.compactMap(Origin.of))
         self.maximumRefreshes = max(1, maximumRefreshes)
         self.refreshWindow = refreshWindow
-        self.configuredOrigin = ClientChain.configuration(of: client).flatMap { ClientChain.origin(of: $0.baseURL) }
     }
 
     /// Runs `networkRequest` with the credential, and once more with a renewed one if the server rejects it.
@@ -62,47 +65,56 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     /// - Throws: What the wrapped client throws (a second 401 included, unchanged); what
     ///   ``Authenticator/credential()`` or ``Authenticator/refresh(rejected:)`` throw, unchanged;
     ///   ``AuthenticationError/tooManyRefreshes(limit:window:)`` in a refresh storm; `CancellationError` when the
-    ///   caller's task is cancelled.
+    ///   caller's task is cancelled, also while it waits for a renewal; ``NetworkClientError/transportFailed(_:)``
+    ///   with `URLError.timedOut` when the request's ``NetworkRequest/totalTimeout`` passes while it waits for one.
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        guard receivesCredential(networkRequest) else { return try await wrapped.run(networkRequest) }
+        guard networkRequest.options.sendsCredential, !networkRequest.isLocalQuery else {
+            return try await wrapped.run(networkRequest)
+        }
+        let deadline = networkRequest.totalTimeout.map {
+            DispatchTime.now() + min($0, NetworkConfiguration.maximumTimeout)
+        }
         let (generation, failures, renewal) = state.withLock { ($0.generation, $0.failures, $0.renewal) }
         let credential: Authenticator.Credential
         let sentGeneration: Int
         if let renewal {
-            credential = try await renewal.task.value
+            credential = try await renewal.outcome.value(until: deadline)
             sentGeneration = renewal.generation + 1
-            try Task.checkCancellation()
         } else {
             credential = try await authenticator.credential()
             sentGeneration = generation
         }
-        do {
-            return try await wrapped.run(authorized(networkRequest, with: credential))
-        } catch  where authenticator.isRejection(error) {
+        let (result, report) = await SendReportListener.listening {
+            try await wrapped.run(authorized(networkRequest, with: credential))
+        }
+        switch result {
+        case .success(let response):
+            return response
+        case .failure(let error) where authenticator.isRejection(error) && report?.credentialWithheld != true:
             let renewed = try await renewedCredential(
-                rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: failures)
+                rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: failures,
+                deadline: deadline)
             try Task.checkCancellation()
             return try await wrapped.run(authorized(networkRequest, with: renewed))
+        case .failure(let error):
+            throw error
         }
     }
 
-    private func receivesCredential<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>
-    ) -> Bool {
-        guard let baseURL = request.baseURL else { return true }
-        guard let origin = ClientChain.origin(of: baseURL) else { return false }
-        return origin == configuredOrigin || additionalOrigins.contains(origin)
-    }
-
+    /// `request` with the credential applied, and its fields named in the request's ``CredentialScope``.
     private func authorized<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, with credential: Authenticator.Credential
     ) -> NetworkRequest<RequestModel, ResponseModel> {
         var request = request
-        var headers = request.additionalHeaders ?? [:]
+        let before = request.additionalHeaders ?? [:]
+        var headers = before
         authenticator.apply(credential, to: &headers)
+        var names = Set<String>()
+        for (name, value) in headers where before[name] != value { names.insert(name.lowercased()) }
         request.additionalHeaders = headers
+        request.credentialScope = CredentialScope(headerNames: names, additionalOrigins: additionalOrigins)
         return request
     }
 
@@ -111,10 +123,10 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     /// `rejected` failed fails with that renewal's error, like the requests that waited for it: whether its 401
     /// arrived a moment before or after the failure is chance, and must not start a second renewal.
     private func renewedCredential(
-        rejected: Authenticator.Credential, sentGeneration: Int, failuresBeforeSending: Int
+        rejected: Authenticator.Credential, sentGeneration: Int, failuresBeforeSending: Int, deadline: DispatchTime?
     ) async throws -> Authenticator.Credential {
         let next = try state.withLock { table -> Next in
-            if let renewal = table.renewal { return .wait(renewal.task) }
+            if let renewal = table.renewal { return .wait(renewal.outcome) }
             if table.generation > sentGeneration, let latest = table.latest, latest != rejected {
                 return .use(latest)
             }
@@ -128,9 +140,11 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
             }
             table.recentRenewals.append(now)
             let generation = table.generation
-            // Unstructured, so that one waiter's cancellation does not cancel the renewal for the others. It ends
-            // by clearing itself from `state` (it cannot take the lock before this closure has stored it in `table`).
-            let task = Task { [authenticator, state] in
+            let outcome = SharedOutcome<Authenticator.Credential>()
+            // Unstructured, so that no waiter's cancellation cancels the renewal for the others. It ends by clearing
+            // itself from `state` (it cannot take the lock before this closure has stored it in `table`), then
+            // hands its outcome to the waiters.
+            Task { [authenticator, state] in
                 do {
                     let renewed = try await authenticator.refresh(rejected: rejected)
                     state.withLock { state in
@@ -138,22 +152,22 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
                         state.latest = renewed
                         state.renewal = nil
                     }
-                    return renewed
+                    outcome.finish(.success(renewed))
                 } catch {
                     state.withLock { state in
                         state.renewal = nil
                         state.failures += 1
                         state.lastFailure = Failure(rejected: rejected, error: error)
                     }
-                    throw error
+                    outcome.finish(.failure(error))
                 }
             }
-            table.renewal = Renewal(generation: generation, task: task)
-            return .wait(task)
+            table.renewal = Renewal(generation: generation, outcome: outcome)
+            return .wait(outcome)
         }
         switch next {
         case .use(let credential): return credential
-        case .wait(let task): return try await task.value
+        case .wait(let outcome): return try await outcome.value(until: deadline)
         }
     }
 }
@@ -162,7 +176,7 @@ extension AuthenticatingClient {
     private struct Renewal: Sendable {
         /// The generation of the credential being renewed.
         let generation: Int
-        let task: Task<Authenticator.Credential, any Error>
+        let outcome: SharedOutcome<Authenticator.Credential>
     }
 
     private struct Failure: Sendable {
@@ -187,7 +201,7 @@ extension AuthenticatingClient {
 
     private enum Next {
         case use(Authenticator.Credential)
-        case wait(Task<Authenticator.Credential, any Error>)
+        case wait(SharedOutcome<Authenticator.Credential>)
     }
 }
 

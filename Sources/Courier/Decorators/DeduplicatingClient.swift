@@ -56,14 +56,19 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         // A request with interceptors, a retry strategy or response interceptors of its own (MicroClient 0.0.22+'s
         // initializer) is never shared: they are closures, so two such requests cannot be known to be the same.
-        guard sharedMethods.contains(networkRequest.method), networkRequest.microClient == nil else {
+        // Nor is a request that opts out (RequestOptions.allowsSharing) or never leaves the process.
+        guard sharedMethods.contains(networkRequest.method), networkRequest.microClient == nil,
+            networkRequest.options.allowsSharing, !networkRequest.isLocalQuery
+        else {
             return try await wrapped.run(networkRequest)
         }
         let key = try RequestKey(networkRequest)
         let waiterID = table.withLock { $0.addPendingWaiter() }
+        let listener = SendReportListener.current
         let outcome = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                join(key: key, waiterID: waiterID, continuation: continuation) { [wrapped] in
+                join(key: key, waiterID: waiterID, waiter: Waiter(continuation: continuation, listener: listener)) {
+                    [wrapped] in
                     try await wrapped.run(networkRequest)
                 }
             }
@@ -75,31 +80,39 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     }
 
     private func join(
-        key: RequestKey, waiterID: UInt64, continuation: Waiter,
-        call: @escaping @Sendable () async throws -> any Sendable
+        key: RequestKey, waiterID: UInt64, waiter: Waiter, call: @escaping @Sendable () async throws -> any Sendable
     ) {
         let joined = table.withLock { table -> Bool in
             // Absent when `leave` ran first: the caller was cancelled before it could join.
             guard table.pendingWaiters.remove(waiterID) != nil else { return false }
             if table.calls[key] != nil {
-                table.calls[key]?.waiters[waiterID] = continuation
+                table.calls[key]?.waiters[waiterID] = waiter
                 return true
             }
             let callID = table.newID()
             // An unstructured task, so that the shared call outlives any one waiter; it inherits the first caller's
             // priority and task-local values. It holds `self` until it ends, so no waiter is ever left behind.
+            // What the client at the bottom reports goes to every waiter's listeners in `finish`, not only to the
+            // first caller's, which the task would inherit.
             let task = Task {
+                let collector = SendReportListener(parent: nil)
                 let result: Result<any Sendable, any Error>
-                do { result = .success(try await call()) } catch { result = .failure(error) }
-                self.finish(key: key, callID: callID, with: result)
+                do {
+                    result = .success(try await SendReportListener.$current.withValue(collector) { try await call() })
+                } catch {
+                    result = .failure(error)
+                }
+                self.finish(key: key, callID: callID, with: result, report: collector.report)
             }
-            table.calls[key] = Call(id: callID, task: task, waiters: [waiterID: continuation])
+            table.calls[key] = Call(id: callID, task: task, waiters: [waiterID: waiter])
             return true
         }
-        if !joined { continuation.resume(throwing: CancellationError()) }
+        if !joined { waiter.continuation.resume(throwing: CancellationError()) }
     }
 
-    private func finish(key: RequestKey, callID: UInt64, with result: Result<any Sendable, any Error>) {
+    private func finish(
+        key: RequestKey, callID: UInt64, with result: Result<any Sendable, any Error>, report: SendReport?
+    ) {
         let waiters = table.withLock { table -> [Waiter] in
             // Gone if every waiter cancelled; a different id if a newer call for the same key started since.
             guard let call = table.calls.removeValue(forKey: key) else { return [] }
@@ -109,7 +122,10 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             }
             return Array(call.waiters.values)
         }
-        for waiter in waiters { waiter.resume(with: result) }
+        for waiter in waiters {
+            if let report, let listener = waiter.listener { SendReportListener.deliver(report, to: listener) }
+            waiter.continuation.resume(with: result)
+        }
     }
 
     private func leave(key: RequestKey, waiterID: UInt64) {
@@ -122,12 +138,16 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             return (waiter, table.calls.removeValue(forKey: key)?.task)
         }
         abandonedCall?.cancel()
-        waiter?.resume(throwing: CancellationError())
+        waiter?.continuation.resume(throwing: CancellationError())
     }
 }
 
 extension DeduplicatingClient {
-    private typealias Waiter = CheckedContinuation<any Sendable, any Error>
+    private struct Waiter: Sendable {
+        let continuation: CheckedContinuation<any Sendable, any Error>
+        /// The waiter's innermost report listener, which receives the shared call's report.
+        let listener: SendReportListener?
+    }
 
     private struct Call: Sendable {
         let id: UInt64
@@ -178,6 +198,8 @@ struct RequestKey: Hashable, Sendable {
         /// The request's own coders, by identity: another decoder may turn the same bytes into another value.
         let decoder: ObjectIdentifier?
         let encoder: ObjectIdentifier?
+        /// The credential's scope: the same header under another scope may be sent elsewhere.
+        let credentialScope: CredentialScope?
     }
 
     private let identity: Identity
@@ -191,18 +213,7 @@ struct RequestKey: Hashable, Sendable {
     }()
 
     init<RequestModel, ResponseModel>(_ request: NetworkRequest<RequestModel, ResponseModel>) throws {
-        var body: Data?
-        if let value = request.body, RequestModel.self != VoidRequest.self {
-            if RequestModel.self == Data.self, let data = value as? Data {
-                body = data
-            } else {
-                do {
-                    body = try (request.encoder ?? Self.bodyEncoder).encode(value)
-                } catch {
-                    throw NetworkClientError.encodingFailed(underlying: error)
-                }
-            }
-        }
+        let body = try BodyKinds.kind(of: request)?.identity(with: request.encoder ?? Self.bodyEncoder)
         identity = Identity(
             method: request.method, baseURL: request.baseURL, path: request.path, queryItems: request.queryItems,
             formItems: request.formItems, headers: request.additionalHeaders, body: body,
@@ -211,7 +222,7 @@ struct RequestKey: Hashable, Sendable {
             downloadDestination: request.downloadDestination,
             requestType: ObjectIdentifier(RequestModel.self),
             responseType: ObjectIdentifier(ResponseModel.self), decoder: request.decoder.map(ObjectIdentifier.init),
-            encoder: request.encoder.map(ObjectIdentifier.init))
+            encoder: request.encoder.map(ObjectIdentifier.init), credentialScope: request.credentialScope)
         hash = identity.hashValue
     }
 

@@ -31,8 +31,10 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     public let responseSize: Int?
     /// The error the request failed with, unchanged; `nil` on success. ``errorCase`` names it safely for logs.
     public let error: (any Error)?
-    /// The request header fields the logger saw (the request's `additionalHeaders`, not those added later by
-    /// interceptors or URLSession), values redacted, sorted by name; empty below ``LogLevel/debug``.
+    /// The request header fields as the client at the bottom of the stack sent them (after the interceptors and the
+    /// credential; URLSession's own fields such as `Host` are not included), values redacted, sorted by name; the
+    /// request's `additionalHeaders` when that client reported nothing (a test double); empty below
+    /// ``LogLevel/debug``.
     public let requestHeaders: [(name: String, value: String)]
     /// The response header fields, values redacted, sorted by name; empty below ``LogLevel/debug``.
     public let responseHeaders: [(name: String, value: String)]
@@ -42,6 +44,9 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     /// A bounded prefix of the response body as text, named fields redacted, or a placeholder for binary data;
     /// `nil` below ``LogLevel/debug`` or without a body.
     public let responseBody: String?
+
+    /// The request's ``RequestOptions/tag``, written first in ``description`` as `[tag]`; `nil` when it has none.
+    public let tag: String?
 
     let redactor: LogRedactor
     let base: LogRedactor.LoggedBase?
@@ -66,7 +71,8 @@ public struct LogEntry: Sendable, CustomStringConvertible {
 
     /// The formatted entry: one line at ``LogLevel/info``, more lines at ``LogLevel/debug``.
     public var description: String {
-        var text = method.rawValue
+        var text = tag.map { "[\($0.escapedForLog)] " } ?? ""
+        text += method.rawValue
         text += " "
         redactor.appendURL(base: base, path: path, queryItems: queryItems, to: &text)
         text += " -> "
@@ -128,6 +134,9 @@ public struct LogEntry: Sendable, CustomStringConvertible {
         case .badServerResponse: return "badServerResponse"
         case .cancelled: return "cancelled"
         case .secureConnectionFailed: return "secureConnectionFailed"
+        case .serverCertificateUntrusted: return "serverCertificateUntrusted"
+        case .serverCertificateHasBadDate: return "serverCertificateHasBadDate"
+        case .clientCertificateRequired: return "clientCertificateRequired"
         default: return "URLError \(code.rawValue)"
         }
     }

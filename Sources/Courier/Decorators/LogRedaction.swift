@@ -15,8 +15,13 @@ public enum LogLevel: Int, Sendable, Hashable, CaseIterable {
 /// What a ``LoggingClient`` replaces with `<redacted>`, at every level, besides what it always redacts.
 ///
 /// Always redacted: the `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` headers, the
-/// configuration's ``NetworkConfiguration/sensitiveHeaders``, and the user info of URLs. Names are compared
-/// case-insensitively.
+/// configuration's ``NetworkConfiguration/sensitiveHeaders``, the fields of an ``Authenticator``'s credential, and the
+/// user info of URLs. Names are compared case-insensitively.
+///
+/// Besides the names in each set, a name is a secret when, lowercased and without `-` and `_`, it contains one of
+/// ``nameFragments``: with the default fragments `newPassword`, `password_confirmation`, `X-Api-Key`,
+/// `client-secret` and `X-Auth-Token` are all redacted, as headers, query parameters and body fields. The
+/// ``Outbox`` refuses to store the same names (see ``Outbox/init(directory:client:retryPolicy:limits:encoder:sensitiveHeaders:secrets:paused:rewrite:)``).
 public struct LogRedaction: Sendable, Hashable {
     /// More header names whose values are redacted; empty by default.
     public var headers: Set<String>
@@ -25,6 +30,13 @@ public struct LogRedaction: Sendable, Hashable {
     /// JSON body field names (at any depth) and form field names whose values are redacted; ``commonSecretNames``
     /// by default.
     public var bodyFields: Set<String>
+    /// Parts of names that make any header, query parameter or body field name a secret, matched in the name
+    /// lowercased with `-` and `_` removed; ``commonSecretFragments`` by default. Set it to `[]` to redact only the
+    /// names in the sets.
+    public var nameFragments: Set<String>
+
+    /// `apikey`, `passwd`, `password`, `secret`, `token`: the fragments of ``nameFragments`` by default.
+    public static let commonSecretFragments: Set<String> = ["apikey", "passwd", "password", "secret", "token"]
 
     /// `access_token`, `api_key`, `client_secret`, `id_token`, `password`, `refresh_token`, `token`.
     public static let commonSecretNames: Set<String> = [
@@ -36,13 +48,42 @@ public struct LogRedaction: Sendable, Hashable {
     ///   - headers: More header names to redact; empty by default.
     ///   - queryParameters: Query parameter names to redact; ``commonSecretNames`` by default.
     ///   - bodyFields: JSON and form field names to redact; ``commonSecretNames`` by default.
+    ///   - nameFragments: Parts of names that make any name a secret; ``commonSecretFragments`` by default.
     public init(
         headers: Set<String> = [], queryParameters: Set<String> = LogRedaction.commonSecretNames,
-        bodyFields: Set<String> = LogRedaction.commonSecretNames
+        bodyFields: Set<String> = LogRedaction.commonSecretNames,
+        nameFragments: Set<String> = LogRedaction.commonSecretFragments
     ) {
         self.headers = Set(headers.map { $0.lowercased() })
         self.queryParameters = Set(queryParameters.map { $0.lowercased() })
         self.bodyFields = Set(bodyFields.map { $0.lowercased() })
+        self.nameFragments = Set(
+            nameFragments.map { $0.lowercased().filter { $0 != "-" && $0 != "_" } }.filter { !$0.isEmpty })
+    }
+
+    /// Whether `name` (any case) contains one of ``nameFragments``.
+    func matchesFragment(_ name: some StringProtocol) -> Bool {
+        guard !nameFragments.isEmpty else { return false }
+        let folded = name.lowercased().filter { $0 != "-" && $0 != "_" }
+        return nameFragments.contains { folded.contains($0) }
+    }
+
+    /// Whether a header of this name holds a secret: one of `sensitiveHeaders` (lowercased), ``headers``, the
+    /// always-redacted ones, or a name with a fragment.
+    func isSecretHeader(_ name: String, sensitiveHeaders: Set<String>) -> Bool {
+        let lowered = name.lowercased()
+        return LogRedactor.alwaysRedactedHeaders.contains(lowered) || sensitiveHeaders.contains(lowered)
+            || headers.contains(lowered) || matchesFragment(lowered)
+    }
+
+    /// Whether a query parameter of this name holds a secret.
+    func isSecretQueryParameter(_ name: String) -> Bool {
+        queryParameters.contains(name.lowercased()) || matchesFragment(name)
+    }
+
+    /// Whether a JSON or form field of this name holds a secret.
+    func isSecretField(_ name: String) -> Bool {
+        bodyFields.contains(name.lowercased()) || matchesFragment(name)
     }
 }
 
@@ -51,18 +92,27 @@ struct LogRedactor: Sendable {
     static let redacted = "<redacted>"
     static let alwaysRedactedHeaders: Set<String> = Redaction.alwaysSensitiveHeaders.union(["set-cookie"])
 
-    let headers: Set<String>
-    let queryParameters: Set<String>
-    let bodyFields: Set<String>
+    let rules: LogRedaction
+    /// Lowercased names of the headers the client at the bottom of the stack reported as sensitive.
+    let sensitiveHeaders: Set<String>
 
     init(_ redaction: LogRedaction, sensitiveHeaders: Set<String>) {
-        headers = Self.alwaysRedactedHeaders.union(sensitiveHeaders.map { $0.lowercased() }).union(redaction.headers)
-        queryParameters = redaction.queryParameters
-        bodyFields = redaction.bodyFields
+        rules = redaction
+        self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
+    }
+
+    /// These rules, also redacting the header names in `names`.
+    func adding(sensitiveHeaders names: Set<String>) -> LogRedactor {
+        names.isSubset(of: sensitiveHeaders)
+            ? self : LogRedactor(rules, sensitiveHeaders: sensitiveHeaders.union(names))
+    }
+
+    func isSecretHeader(_ name: String) -> Bool {
+        rules.isSecretHeader(name, sensitiveHeaders: sensitiveHeaders)
     }
 
     func header(name: String, value: String) -> String {
-        headers.contains(name.lowercased()) ? Self.redacted : value
+        isSecretHeader(name) ? Self.redacted : value
     }
 
     /// The header fields as `name: value` lines, sorted by name, values redacted.
@@ -90,7 +140,9 @@ struct LogRedactor: Sendable {
                 if index > 0 { query += "&" }
                 let name = pair.prefix { $0 != "=" }
                 let decodedName = String(name).removingPercentEncoding ?? String(name)
-                if name.count < pair.count, queryParameters.contains(decodedName.lowercased()) {
+                if name.count == pair.count {
+                    query += pair.isEmpty ? "" : Self.redacted  // A bare name may itself be a token.
+                } else if rules.isSecretQueryParameter(decodedName) {
                     query += name + "=" + Self.redacted
                 } else {
                     query += pair
@@ -132,10 +184,14 @@ struct LogRedactor: Sendable {
         for item in queryItems ?? [] {
             text += separator
             separator = "&"
+            // A bare name (`?abc123`) may itself be a token: redacted, as in error descriptions.
+            guard let value = item.value else {
+                text += Self.redacted
+                continue
+            }
             PercentEncoding.append(item.name, keeping: .unreserved, to: &text)
-            guard let value = item.value else { continue }
             text += "="
-            if queryParameters.contains(item.name.lowercased()) {
+            if rules.isSecretQueryParameter(item.name) {
                 text += Self.redacted
             } else {
                 PercentEncoding.append(value, keeping: .unreserved, to: &text)
@@ -158,17 +214,46 @@ struct LogRedactor: Sendable {
     /// The secrets in redacted header values and query values of a request, to scrub from bodies that repeat them
     /// (an echo, an error page): each value, and for `Bearer abc` also `abc`. Values under 4 characters are left out,
     /// since replacing them would garble the body without protecting anything.
-    func secrets(headers: [String: String]?, queryItems: [URLQueryItem]?) -> [String] {
+    ///
+    /// Each secret is also scrubbed as JSON writes it inside a string (`a/b` as `a\/b`, `"` as `\"`), and as a URL
+    /// or form writes it percent-encoded, so an echo in another encoding is caught too.
+    func secrets(headers: [String: String]?, queryItems: [URLQueryItem]?, formItems: [URLFormItem]? = nil) -> [String] {
         var secrets: [String] = []
-        for (name, value) in headers ?? [:] where self.headers.contains(name.lowercased()) {
+        for (name, value) in headers ?? [:] where isSecretHeader(name) {
             secrets.append(value)
             if let space = value.lastIndex(of: " ") { secrets.append(String(value[value.index(after: space)...])) }
         }
-        for item in queryItems ?? [] where queryParameters.contains(item.name.lowercased()) {
+        for item in queryItems ?? [] where item.value == nil || rules.isSecretQueryParameter(item.name) {
+            secrets.append(item.value ?? item.name)
+        }
+        for item in formItems ?? [] where rules.isSecretField(item.name) {
             if let value = item.value { secrets.append(value) }
         }
+        var variants: [String] = []
+        for secret in secrets where secret.count >= 4 {
+            variants.append(secret)
+            let json = Self.jsonEscaped(secret)
+            if json != secret { variants.append(json) }
+            var encoded = ""
+            PercentEncoding.append(secret, keeping: .unreserved, to: &encoded)
+            if encoded != secret { variants.append(encoded) }
+        }
         // Longest first, so that `Bearer abc` is replaced whole before `abc`.
-        return secrets.filter { $0.count >= 4 }.sorted { $0.count > $1.count }
+        return Array(Set(variants)).sorted { $0.count > $1.count }
+    }
+
+    /// `text` as it appears inside a JSON string written by common encoders (`/` escaped as `\/`).
+    private static func jsonEscaped(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": result += "\\\\"
+            case "\"": result += "\\\""
+            case "/": result += "\\/"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 
     /// A bounded, printable prefix of a body with the named JSON or form fields redacted, and any of `secrets`
@@ -180,7 +265,7 @@ struct LogRedactor: Sendable {
             for secret in secrets { text = text.replacingOccurrences(of: secret, with: Self.redacted) }
             data = Data(text.utf8)
         }
-        if !bodyFields.isEmpty {
+        if !rules.bodyFields.isEmpty || !rules.nameFragments.isEmpty {
             if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) {
                 var changed = false
                 let redactedJSON = redactJSON(json, changed: &changed)
@@ -222,7 +307,7 @@ struct LogRedactor: Sendable {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
             for (key, child) in object {
-                if bodyFields.contains(key.lowercased()) {
+                if rules.isSecretField(key) {
                     result[key] = Self.redacted
                     changed = true
                 } else {
@@ -245,7 +330,7 @@ struct LogRedactor: Sendable {
         let pairs = text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
             let name = pair.prefix { $0 != "=" }
             let decoded = String(name).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(name)
-            guard name.count < pair.count, bodyFields.contains(decoded.lowercased()) else { return String(pair) }
+            guard name.count < pair.count, rules.isSecretField(decoded) else { return String(pair) }
             return name + "=" + Self.redacted
         }
         return Data(pairs.joined(separator: "&").utf8)
@@ -253,7 +338,8 @@ struct LogRedactor: Sendable {
 
     private func mentionsField(_ data: Data) -> Bool {
         let text = String(decoding: data, as: UTF8.self).lowercased()
-        return bodyFields.contains { text.contains($0) }
+        let folded = text.filter { $0 != "-" && $0 != "_" }
+        return rules.bodyFields.contains { text.contains($0) } || rules.nameFragments.contains { folded.contains($0) }
     }
 }
 

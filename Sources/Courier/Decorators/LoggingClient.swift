@@ -11,8 +11,16 @@ import FoundationNetworking
 /// (``maximumBodyLength``, 1,024 bytes by default) of text bodies; binary bodies are written as their size.
 ///
 /// Always redacted (written `<redacted>`): the `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`
-/// headers, the configuration's ``NetworkConfiguration/sensitiveHeaders``, URL user info, and the headers, query
-/// parameters and JSON or form body fields named by the ``LogRedaction``.
+/// headers, the configuration's ``NetworkConfiguration/sensitiveHeaders``, the fields of an ``Authenticator``'s
+/// credential, URL user info, a bare query name (`?abc123`, which may be a token), the headers, query parameters and
+/// JSON or form body fields named by the ``LogRedaction`` or containing one of its
+/// ``LogRedaction/nameFragments`` (`*password*`, `*secret*`, `*token*`, `*apikey*`), and, in bodies, any value of
+/// those the request carried, also JSON-escaped or percent-encoded (a server that echoes a token).
+///
+/// This holds wherever the logger sits in a stack of decorators, including decorators you write: the client at the
+/// bottom of the stack reports what it sent (the final headers and body, and which header names are secrets) to the
+/// loggers above it through a task-local value, so the logger never has to find the configuration. A request the
+/// bottom client did not report (a test double of your own) is logged from the request itself, with the same rules.
 ///
 /// Courier takes no logging dependency: forward entries to swift-log or `os.Logger` in the sink:
 ///
@@ -22,7 +30,7 @@ import FoundationNetworking
 ///     logger.log(level: entry.error == nil ? .info : .error, "\(entry)")
 /// }
 /// ```
-public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
+public final class LoggingClient: NetworkClientProtocol {
     /// The client that runs the requests.
     public let wrapped: any NetworkClientProtocol
     /// How much is written.
@@ -34,12 +42,9 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
     /// Called with the entry of every request, on the caller's task, after the request ended.
     public let sink: @Sendable (LogEntry) -> Void
 
-    var chainWrapped: any NetworkClientProtocol { wrapped }
-
     private let redactor: LogRedactor
-    private let configuration: NetworkConfiguration?
-    /// The configured base URL as logged, redacted once.
-    private let configuredBase: LogRedactor.LoggedBase?
+    /// The last base URL logged, redacted once: a client's requests nearly always share one.
+    private let lastBase = Locked<(url: URL, logged: LogRedactor.LoggedBase)?>(nil)
     /// Nanoseconds on a monotonic clock; injected by tests.
     private let now: @Sendable () -> UInt64
 
@@ -47,8 +52,8 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
     /// - Parameters:
     ///   - client: The client that runs the requests.
     ///   - level: How much to write; ``LogLevel/info`` by default.
-    ///   - redaction: What to redact besides what always is; `LogRedaction()` by default (common secret names in
-    ///     queries and bodies).
+    ///   - redaction: What to redact besides what always is; `LogRedaction()` by default (common secret names and
+    ///     fragments in headers, queries and bodies).
     ///   - maximumBodyLength: The most bytes of a body shown at ``LogLevel/debug``; 1,024 by default.
     ///   - sink: Called with each entry.
     public convenience init(
@@ -70,11 +75,7 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
         self.maximumBodyLength = max(0, maximumBodyLength)
         self.sink = sink
         self.now = now
-        let configuration = ClientChain.configuration(of: client)
-        self.configuration = configuration
-        let redactor = LogRedactor(redaction, sensitiveHeaders: configuration?.sensitiveHeaders ?? [])
-        self.redactor = redactor
-        self.configuredBase = configuration.map { redactor.loggedBase($0.base) }
+        self.redactor = LogRedactor(redaction, sensitiveHeaders: [])
     }
 
     /// Runs `networkRequest` through the wrapped client and logs its outcome.
@@ -83,48 +84,51 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
+        if networkRequest.isLocalQuery { return try await wrapped.run(networkRequest) }
         let start = now()
-        do {
-            let response = try await wrapped.run(networkRequest)
+        let (result, report) = await SendReportListener.listening { try await wrapped.run(networkRequest) }
+        switch result {
+        case .success(let response):
             log(
-                networkRequest, start: start, status: response.statusCode,
-                response: response.response as? HTTPURLResponse,
-                data: response.data, error: nil)
+                networkRequest, report, start: start, status: response.statusCode,
+                response: response.response as? HTTPURLResponse, data: response.data, error: nil)
             return response
-        } catch {
+        case .failure(let error):
             switch error {
             case NetworkClientError.unacceptableStatusCode(let status, let response, let data):
-                log(networkRequest, start: start, status: status, response: response, data: data, error: error)
+                log(networkRequest, report, start: start, status: status, response: response, data: data, error: error)
             case NetworkClientError.decodingFailed(_, let data):
-                log(networkRequest, start: start, status: nil, response: nil, data: data, error: error)
+                log(networkRequest, report, start: start, status: nil, response: nil, data: data, error: error)
             default:
-                log(networkRequest, start: start, status: nil, response: nil, data: nil, error: error)
+                log(networkRequest, report, start: start, status: nil, response: nil, data: nil, error: error)
             }
             throw error
         }
     }
 
     private func log<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>, start: UInt64, status: Int?,
+        _ request: NetworkRequest<RequestModel, ResponseModel>, _ report: SendReport?, start: UInt64, status: Int?,
         response: HTTPURLResponse?, data: Data?, error: (any Error)?
     ) {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
+        let redactor = report.map { self.redactor.adding(sensitiveHeaders: $0.sensitiveHeaders) } ?? self.redactor
         var requestHeaders: [(name: String, value: String)] = []
         var responseHeaders: [(name: String, value: String)] = []
         var requestBody: String?
         var responseBody: String?
         if level == .debug {
-            requestHeaders = redacted(request.additionalHeaders?.map { ($0.key, $0.value) } ?? [])
+            let sentHeaders = report?.headers ?? request.additionalHeaders ?? [:]
+            requestHeaders = redacted(sentHeaders.map { ($0.key, $0.value) }, redactor)
             responseHeaders = redacted(
-                response?.allHeaderFields.map { ("\($0.key)", "\($0.value)") } ?? [])
-            let secrets = redactor.secrets(headers: request.additionalHeaders, queryItems: request.queryItems)
-            if request.body != nil, RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self
-            {
+                response?.allHeaderFields.map { ("\($0.key)", "\($0.value)") } ?? [], redactor)
+            let secrets = redactor.secrets(
+                headers: sentHeaders, queryItems: request.queryItems, formItems: request.formItems)
+            if let placeholder = BodyKinds.kind(of: request)?.logPlaceholder {
                 // Streamed from files when sent: never read into memory for a log line.
-                requestBody = "<\(RequestModel.self) body, not shown>"
+                requestBody = placeholder
             } else {
-                requestBody = self.requestBody(request).flatMap {
+                requestBody = (report?.body ?? self.requestBody(request)).flatMap {
                     redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
                 }
             }
@@ -135,24 +139,32 @@ public final class LoggingClient: NetworkClientProtocol, ClientChainLink {
                 level: level, method: request.method, statusCode: status, duration: duration,
                 responseSize: data?.count, error: error, requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders, requestBody: requestBody, responseBody: responseBody,
-                redactor: redactor, base: request.baseURL.map { redactor.loggedBase(BaseURL($0)) } ?? configuredBase,
+                tag: request.options.tag, redactor: redactor,
+                base: loggedBase(report?.base?.url ?? request.baseURL, redactor),
                 path: request.path, queryItems: request.queryItems))
     }
 
-    private func redacted(_ fields: [(String, String)]) -> [(name: String, value: String)] {
+    /// `url` as logged, redacted; the last one is kept, since a client's requests nearly always share one.
+    private func loggedBase(_ url: URL?, _ redactor: LogRedactor) -> LogRedactor.LoggedBase? {
+        guard let url else { return nil }
+        if let last = lastBase.withLock({ $0 }), last.url == url { return last.logged }
+        let logged = redactor.loggedBase(BaseURL(url))
+        lastBase.withLock { $0 = (url, logged) }
+        return logged
+    }
+
+    private func redacted(_ fields: [(String, String)], _ redactor: LogRedactor) -> [(name: String, value: String)] {
         fields.map { (name: $0.0, value: redactor.header(name: $0.0, value: $0.1)) }
             .sorted { $0.name.lowercased() < $1.name.lowercased() }
     }
 
-    /// The body as the client would send it, re-encoded for the log (debug only).
+    /// The body as the client would send it, re-encoded for the log (debug only, when the client at the bottom did
+    /// not report what it sent).
     private func requestBody<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>
     ) -> Data? {
         if let formItems = request.formItems { return FormEncoding.body(formItems) }
-        guard let body = request.body, RequestModel.self != VoidRequest.self else { return nil }
-        if let data = body as? Data { return data }
-        let encoder = request.encoder ?? configuration?.defaultEncoder ?? JSONEncoder()
-        return try? encoder.encode(body)
+        return try? BodyKinds.kind(of: request)?.bytesInMemory(with: request.encoder ?? JSONEncoder())
     }
 }
 

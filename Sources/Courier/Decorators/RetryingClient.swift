@@ -13,6 +13,9 @@ import FoundationNetworking
 /// The error after the last attempt is the last error the wrapped client threw, unchanged, so a caller still sees the
 /// status and body of the final response. Cancelling the caller's task during a wait ends the call at once with
 /// `CancellationError`; nothing is sent after that.
+///
+/// A request with ``RequestOptions/allowsRetry`` `false` is sent once; the ``Outbox`` marks what it sends that way,
+/// since it retries its entries itself (one wire attempt per outbox attempt, whatever the stack).
 public final class RetryingClient: NetworkClientProtocol {
     /// The client that runs each attempt.
     public let wrapped: any NetworkClientProtocol
@@ -44,7 +47,7 @@ public final class RetryingClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        guard policy.maxAttempts > 1,
+        guard policy.maxAttempts > 1, networkRequest.options.allowsRetry,
             policy.allowsRetry(method: networkRequest.method, headers: networkRequest.additionalHeaders)
         else {
             return try await wrapped.run(networkRequest)

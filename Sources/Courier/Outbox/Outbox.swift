@@ -25,8 +25,14 @@ import FoundationNetworking
 /// - **Ordered**: entries with the same `orderingKey` are sent one at a time in enqueue order; a later entry waits
 ///   while an earlier one is retried, and until the earlier one's handler (if one is registered) has run. Different
 ///   keys run concurrently, up to ``Limits/maximumConcurrentSends``.
-/// - **No secret on disk**: `Authorization`, `Proxy-Authorization`, `Cookie` and the sensitive headers are refused
-///   at enqueue; the wrapped client adds credentials at send time. Stored responses keep no `Set-Cookie` either.
+/// - **No secret on disk**: a request that carries one is refused at enqueue: `Authorization`, `Proxy-Authorization`,
+///   `Cookie`, the configuration's sensitive headers, URL user info, and any header, query parameter, form field or
+///   JSON body field whose name the ``secrets`` rules call a secret (the same rules as ``LoggingClient``:
+///   `*password*`, `*secret*`, `*token*`, `*apikey*` by default). The wrapped client adds credentials at send time.
+///   Stored responses keep no `Set-Cookie` nor secret-named header either; a stored response *body* is kept as the
+///   server sent it, for the handler.
+/// - **One retry layer**: the outbox retries its entries itself; what it sends carries
+///   ``RequestOptions/allowsRetry`` `false`, so a ``RetryingClient`` in the client's stack sends each attempt once.
 /// - **Bounded**: ``Limits`` caps entries, bytes and the body size; beyond them `enqueue` throws and stores nothing.
 /// - **Damage is contained**: a damaged journal file is copied to `quarantine/`, reported as
 ///   ``OutboxEvent/quarantined(file:reason:recoveredEntries:)``, and every intact entry in it is kept.
@@ -97,9 +103,15 @@ public final class Outbox: Sendable {
     /// The bounds on what is kept.
     public let limits: Limits
 
+    /// The rules that name secrets: what enqueue refuses and what a stored response leaves out.
+    public let secrets: LogRedaction
+
     private let rewrite: Rewrite?
-    private let encoder: JSONEncoder
+    private let encoder: JSONEncoder?
     private let sensitiveHeaders: Set<String>
+    /// What the client at the bottom of ``client``'s stack says of its configuration, asked once (``ClientFacts``):
+    /// `.some(nil)` when it could not answer.
+    private let facts = Locked<ClientFacts??>(nil)
     private let environment: RetryEnvironment
     private let journal: OutboxJournal
     private let lock: DirectoryLock
@@ -158,10 +170,14 @@ public final class Outbox: Sendable {
     ///   - retryPolicy: The delay rules for transient failures; `RetryPolicy()` by default (0.5 s base, 30 s cap, full
     ///     jitter, `Retry-After` honoured; a `Retry-After` above `maxDelay` is still waited for).
     ///   - limits: The bounds; `Limits()` by default.
-    ///   - encoder: The encoder for bodies whose request sets none; `nil` (the default) uses the client's
-    ///     configuration's when the client is a ``NetworkClient``, else `JSONEncoder()`.
+    ///   - encoder: The encoder for bodies whose request sets none; `nil` (the default) uses the configuration's of the
+    ///     ``NetworkClient`` at the bottom of `client`'s stack, whatever decorators wrap it, else `JSONEncoder()`.
     ///   - sensitiveHeaders: More header names refused at enqueue, besides `Authorization`, `Proxy-Authorization`,
-    ///     `Cookie` and, for a ``NetworkClient``, its configuration's ``NetworkConfiguration/sensitiveHeaders``.
+    ///     `Cookie` and the ``NetworkConfiguration/sensitiveHeaders`` of the ``NetworkClient`` at the bottom of
+    ///     `client`'s stack; empty by default.
+    ///   - secrets: The rules that name secret headers, query parameters and body fields, refused at enqueue;
+    ///     `LogRedaction()` by default, the rules ``LoggingClient`` redacts by. To store a field such as `push_token`,
+    ///     leave its fragment out, for example `LogRedaction(nameFragments: ["password", "secret", "apikey"])`.
     ///   - paused: `true` to open without sending, for example to register handlers first; then call ``resume()``.
     ///     `false` by default.
     ///   - rewrite: Runs before each send and may change the request (``Rewrite``); `nil` by default.
@@ -174,12 +190,14 @@ public final class Outbox: Sendable {
         limits: Limits = Limits(),
         encoder: JSONEncoder? = nil,
         sensitiveHeaders: Set<String> = [],
+        secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
         rewrite: Rewrite? = nil
     ) throws {
         try self.init(
             directory: directory, client: client, retryPolicy: retryPolicy, limits: limits, encoder: encoder,
-            sensitiveHeaders: sensitiveHeaders, paused: paused, rewrite: rewrite, environment: .live)
+            sensitiveHeaders: sensitiveHeaders, secrets: secrets, paused: paused, rewrite: rewrite,
+            environment: .live)
     }
 
     /// Opens an outbox with an injected clock, sleep and random source (for tests).
@@ -190,6 +208,7 @@ public final class Outbox: Sendable {
         limits: Limits = Limits(),
         encoder: JSONEncoder? = nil,
         sensitiveHeaders: Set<String> = [],
+        secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
         rewrite: Rewrite? = nil,
         environment: RetryEnvironment,
@@ -198,15 +217,14 @@ public final class Outbox: Sendable {
         let path = directory.path
         try OutboxFiles.makeDirectory(path)
         let lock = try DirectoryLock(directory: path)
-        let configuration = (client as? NetworkClient)?.configuration
         self.directory = directory
         self.client = client
         self.retryPolicy = retryPolicy
         self.limits = limits
         self.rewrite = rewrite
-        self.encoder = encoder ?? configuration?.defaultEncoder ?? JSONEncoder()
+        self.encoder = encoder
+        self.secrets = secrets
         self.sensitiveHeaders = Redaction.alwaysSensitiveHeaders.union(sensitiveHeaders.map { $0.lowercased() })
-            .union(configuration?.sensitiveHeaders ?? [])
         self.environment = environment
         self.lock = lock
         self.journal = OutboxJournal(
@@ -255,7 +273,8 @@ public final class Outbox: Sendable {
     ///   - orderingKey: Entries with the same key are sent one at a time in enqueue order; `nil` (the default) is
     ///     one global order.
     /// - Returns: The entry id, once the entry is written and flushed to the disk.
-    /// - Throws: ``OutboxError/secretHeader(name:)``, ``OutboxError/bodyTooLarge(size:limit:)``,
+    /// - Throws: ``OutboxError/secretHeader(name:)``, ``OutboxError/secretValue(name:location:)``,
+    ///   ``OutboxError/bodyTooLarge(size:limit:)``,
     ///   ``OutboxError/tooManyEntries(limit:)``, ``OutboxError/tooManyBytes(limit:)``,
     ///   ``OutboxError/invalidRequest(reason:)`` (also for a ``FileUpload`` or ``MultipartFormData`` body: enqueue
     ///   the bytes as `Data`), ``OutboxError/storageFailed(operation:path:code:)`` or ``OutboxError/closed``;
@@ -264,7 +283,8 @@ public final class Outbox: Sendable {
     public func enqueue<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
     ) async throws -> UUID {
-        var entry = try stored(request, kind: kind, orderingKey: orderingKey)
+        let facts = await clientFacts()
+        var entry = try stored(request, kind: kind, orderingKey: orderingKey, facts: facts)
         let queue = Self.queueName(orderingKey)
         entry.sequence = try state.withLock { state throws(OutboxError) -> UInt64 in
             guard !state.closed else { throw .closed }
@@ -331,18 +351,21 @@ public final class Outbox: Sendable {
     ///   - kind: The kind given at enqueue.
     ///   - type: The response type: decoded from JSON with `decoder`; `Data`, `String` and ``VoidResponse`` as in
     ///     ``NetworkClient``.
-    ///   - decoder: The decoder for the response body; `JSONDecoder()` by default.
+    ///   - decoder: The decoder for the response body; `nil` (the default) uses the configuration's of the
+    ///     ``NetworkClient`` at the bottom of the client's stack, the decoder the same request would get from `run`
+    ///     (else `JSONDecoder()`).
     ///   - handler: Receives the entry and the decoded response, or the ``NetworkClientError`` of a permanent
     ///     failure (a non-retried status, a decoding failure, ``Limits/maximumAge`` passed).
     public func onResult<Value: Decodable & Sendable>(
         kind: String,
         as type: Value.Type,
-        decoder: JSONDecoder = JSONDecoder(),
+        decoder: JSONDecoder? = nil,
         handler:
             @escaping @Sendable (OutboxEntry, Result<NetworkResponse<Value>, NetworkClientError>) async throws
             -> Void
     ) {
-        let erased: Handler = { entry, result, acceptable in
+        let erased: Handler = { [weak self] entry, result, acceptable in
+            let decoder = if let decoder { decoder } else { await self?.clientFacts()?.decoder ?? JSONDecoder() }
             try await handler(entry, result.outcome(as: Value.self, decoder: decoder, acceptable: acceptable))
         }
         let waiting = state.withLock { state -> [UUID] in
@@ -473,13 +496,62 @@ public final class Outbox: Sendable {
 
     // MARK: Enqueue
 
-    private func stored<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String?
-    ) throws(OutboxError) -> StoredEntry {
-        var headers = request.additionalHeaders ?? [:]
-        for name in headers.keys where sensitiveHeaders.contains(name.lowercased()) {
+    /// What the client at the bottom of the stack says of its configuration, asked once (``ClientFacts``).
+    private func clientFacts() async -> ClientFacts? {
+        if let known = facts.withLock({ $0 }) { return known }
+        let answer = await ClientFacts.of(client)
+        facts.withLock { $0 = .some(answer) }
+        return answer
+    }
+
+    /// Refuses a request that carries a secret (see the type's "No secret on disk").
+    private func refuseSecrets<RequestModel, ResponseModel>(
+        in request: NetworkRequest<RequestModel, ResponseModel>, body: Data?, facts: ClientFacts?
+    ) throws(OutboxError) {
+        let sensitive = sensitiveHeaders.union(facts?.sensitiveHeaders ?? [])
+        for name in (request.additionalHeaders ?? [:]).keys
+        where secrets.isSecretHeader(name, sensitiveHeaders: sensitive) {
             throw .secretHeader(name: name)
         }
+        if let baseURL = request.baseURL, baseURL.user != nil || baseURL.password != nil {
+            throw .secretValue(name: "user info", location: "the base URL")
+        }
+        for item in request.queryItems ?? [] where secrets.isSecretQueryParameter(item.name) {
+            throw .secretValue(name: item.name, location: "the query")
+        }
+        for item in request.formItems ?? [] where secrets.isSecretField(item.name) {
+            throw .secretValue(name: item.name, location: "the form body")
+        }
+        if let body, let name = Self.secretField(inJSON: body, secrets) {
+            throw .secretValue(name: name, location: "the JSON body")
+        }
+    }
+
+    /// The first field name at any depth of a JSON body that names a secret; `nil` for none or a body that is not
+    /// JSON.
+    private static func secretField(inJSON body: Data, _ secrets: LogRedaction) -> String? {
+        guard let first = body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }),
+            first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
+            let json = try? JSONSerialization.jsonObject(with: body)
+        else { return nil }
+        var pending: [Any] = [json]
+        while let value = pending.popLast() {
+            if let object = value as? [String: Any] {
+                if let name = object.keys.first(where: secrets.isSecretField) { return name }
+                pending.append(contentsOf: object.values)
+            } else if let array = value as? [Any] {
+                pending.append(contentsOf: array)
+            }
+        }
+        return nil
+    }
+
+    private func stored<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String?,
+        facts: ClientFacts?
+    ) throws(OutboxError) -> StoredEntry {
+        var headers = request.additionalHeaders ?? [:]
+        try refuseSecrets(in: request, body: nil, facts: facts)
         do {
             try HeaderValidation.validate(headers)
         } catch {
@@ -491,31 +563,17 @@ public final class Outbox: Sendable {
         }) {
             idempotencyKey = headers.removeValue(forKey: name)!
         }
-        if RequestModel.self == FileUpload.self || RequestModel.self == MultipartFormData.self {
-            // Streamed from a file the outbox does not own, which may be gone after a restart.
-            throw .invalidRequest(
-                reason: "a FileUpload or MultipartFormData body is streamed from a file and cannot be stored; "
-                    + "enqueue the bytes as Data")
-        }
         var body: Data?
         var contentType: String?
         if request.formItems != nil {
             guard request.body == nil else {
                 throw .invalidRequest(reason: "both formItems and body are set; a request has one body")
             }
-        } else if let value = request.body, RequestModel.self != VoidRequest.self {
-            if let data = value as? Data {
-                body = data
-                contentType = "application/octet-stream"
-            } else {
-                do {
-                    body = try (request.encoder ?? encoder).encode(value)
-                } catch {
-                    throw .invalidRequest(reason: NetworkClientError.encodingFailed(underlying: error).description)
-                }
-                contentType = "application/json"
-            }
+        } else if let kind = BodyKinds.kind(of: request) {
+            (body, contentType) = try kind.storedForOutbox(
+                with: request.encoder ?? encoder ?? facts?.encoder ?? JSONEncoder())
         }
+        try refuseSecrets(in: request, body: body, facts: facts)
         if let size = body?.count ?? request.formItems.map({ FormEncoding.body($0).count }),
             size > limits.maximumBodySize
         {
@@ -677,14 +735,14 @@ public final class Outbox: Sendable {
                     }
                 }
                 let response = try await client.run(entry.networkRequest(request))
-                return .success(response, sensitiveHeaders: sensitiveHeaders, now: environment.now())
+                return .success(response, isSecretHeader: isSecretResponseHeader, now: environment.now())
             } catch let failure {
                 if failure is CancellationError || Task.isCancelled { return nil }
                 guard let delay = await retryDelay(after: failure, attempt: attempt) else {
-                    return .failure(failure, sensitiveHeaders: sensitiveHeaders, now: environment.now())
+                    return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
                 }
                 if let maximumAge = limits.maximumAge, age(of: entry) + delay > maximumAge {
-                    return .failure(failure, sensitiveHeaders: sensitiveHeaders, now: environment.now())
+                    return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
                 }
                 error =
                     failure as? NetworkClientError
@@ -713,6 +771,12 @@ public final class Outbox: Sendable {
             return base
         }
         return base.age + max(0, uptime - base.uptime)
+    }
+
+    /// Whether a response header is left out of a stored result.
+    private func isSecretResponseHeader(_ name: String) -> Bool {
+        secrets.isSecretHeader(
+            name, sensitiveHeaders: sensitiveHeaders.union(facts.withLock { $0 ?? nil }?.sensitiveHeaders ?? []))
     }
 
     /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
@@ -805,7 +869,7 @@ extension StoredResult {
     /// The error the handler will see, if the result is a failure.
     func error(acceptable: Set<Int>?) -> NetworkClientError? {
         if let failure { return failure.error }
-        guard let statusCode, acceptable?.contains(statusCode) ?? (200..<300).contains(statusCode) else {
+        guard let statusCode, ResponseKinds.accepts(statusCode, acceptable) else {
             return outcome(as: VoidResponse.self, decoder: JSONDecoder(), acceptable: acceptable).failureValue
         }
         return nil

@@ -93,7 +93,9 @@ struct StoredEntry: Codable, Sendable {
             path: request.path, method: request.method, queryItems: request.queryItems, formItems: request.formItems,
             body: request.body, baseURL: request.baseURL, additionalHeaders: headers,
             timeoutInterval: request.timeoutInterval, totalTimeout: request.totalTimeout,
-            maximumResponseSize: maximumResponseSize, acceptableStatusCodes: acceptableStatusCodes.map(Set.init))
+            maximumResponseSize: maximumResponseSize, acceptableStatusCodes: acceptableStatusCodes.map(Set.init),
+            // The outbox retries its entries itself: a RetryingClient in the stack must not multiply attempts.
+            options: RequestOptions(allowsRetry: false))
     }
 }
 
@@ -122,15 +124,16 @@ struct StoredResult: Codable, Sendable {
         case other(String)
     }
 
-    static func success(_ response: NetworkResponse<Data>, sensitiveHeaders: Set<String>, now: Date) -> StoredResult {
+    static func success(_ response: NetworkResponse<Data>, isSecretHeader: (String) -> Bool, now: Date) -> StoredResult
+    {
         let http = response.response as? HTTPURLResponse
         return StoredResult(
             statusCode: response.statusCode, url: http?.url.map(Redaction.redactedURL),
-            headers: http.map { storedHeaders($0, sensitiveHeaders: sensitiveHeaders) }, body: response.data,
+            headers: http.map { storedHeaders($0, isSecretHeader: isSecretHeader) }, body: response.data,
             failure: nil, storedAt: now)
     }
 
-    static func failure(_ error: any Error, sensitiveHeaders: Set<String>, now: Date) -> StoredResult {
+    static func failure(_ error: any Error, isSecretHeader: (String) -> Bool, now: Date) -> StoredResult {
         var result = StoredResult(storedAt: now)
         guard let error = error as? NetworkClientError else {
             result.failure = .other(String(describing: type(of: error)))
@@ -140,7 +143,7 @@ struct StoredResult: Codable, Sendable {
         case .unacceptableStatusCode(let status, let response, let data):
             result.statusCode = status
             result.url = response.url.map(Redaction.redactedURL)
-            result.headers = storedHeaders(response, sensitiveHeaders: sensitiveHeaders)
+            result.headers = storedHeaders(response, isSecretHeader: isSecretHeader)
             result.body = data
         case .transportFailed(let urlError):
             result.failure = .transport(code: urlError.code.rawValue)
@@ -161,19 +164,22 @@ struct StoredResult: Codable, Sendable {
         return result
     }
 
-    /// Response headers worth keeping: never `Set-Cookie` nor a configured secret.
-    private static func storedHeaders(_ response: HTTPURLResponse, sensitiveHeaders: Set<String>) -> [String: String] {
+    /// Response headers worth keeping: never `Set-Cookie` nor a secret (a configured name, or one the outbox's
+    /// ``Outbox/secrets`` rules name, such as `X-Auth-Token`).
+    private static func storedHeaders(
+        _ response: HTTPURLResponse, isSecretHeader: (String) -> Bool
+    ) -> [String: String] {
         var fields: [String: String] = [:]
         for (name, value) in response.allHeaderFields {
             guard let name = name as? String, let value = value as? String else { continue }
             let lowered = name.lowercased()
-            if lowered == "set-cookie" || sensitiveHeaders.contains(lowered) { continue }
+            if lowered == "set-cookie" || isSecretHeader(lowered) { continue }
             fields[name] = value
         }
         return fields
     }
 
-    var isSuccess: Bool { failure == nil && statusCode.map { (200..<300).contains($0) } == true }
+    var isSuccess: Bool { failure == nil && statusCode.map { defaultAcceptableStatusCodes.contains($0) } == true }
 
     /// The response as the handler's type sees it, or the error, decoded with `decoder`.
     func outcome<Value: Decodable & Sendable>(
@@ -188,11 +194,11 @@ struct StoredResult: Codable, Sendable {
         }
         guard let response, let statusCode else { return .failure(.invalidRequest(reason: "no stored response")) }
         let data = body ?? Data()
-        guard acceptable?.contains(statusCode) ?? (200..<300).contains(statusCode) else {
+        guard ResponseKinds.accepts(statusCode, acceptable) else {
             return .failure(.unacceptableStatusCode(statusCode: statusCode, response: response, data: data))
         }
         do {
-            let value = try NetworkClient.decode(Value.self, from: data, with: decoder)
+            let value = try ResponseKinds.decode(Value.self, from: data, with: decoder)
             return .success(NetworkResponse(value: value, response: response, data: data))
         } catch {
             return .failure(error)

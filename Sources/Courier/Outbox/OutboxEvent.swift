@@ -33,6 +33,9 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The request carries a credential header (`Authorization`, `Proxy-Authorization`, `Cookie` or a configured
     /// sensitive header), which the outbox never writes to disk. The wrapped client must add it at send time.
     case secretHeader(name: String)
+    /// The request carries a value the outbox never writes to disk: `name` is a secret-named query parameter, form
+    /// field or JSON body field (see ``Outbox/secrets``), or `user info` in the base URL; `location` says where.
+    case secretValue(name: String, location: String)
     /// Taking the entry would pass ``Outbox/Limits/maximumEntries``; nothing was stored.
     case tooManyEntries(limit: Int)
     /// Taking the entry would pass ``Outbox/Limits/maximumBytes``; nothing was stored.
@@ -58,6 +61,9 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .secretHeader(let name):
             return "The request carries the credential header \(String(reflecting: name)), which the outbox never "
                 + "stores; let the wrapped client add it at send time (interceptor or authenticator)."
+        case .secretValue(let name, let location):
+            return "The request carries the secret \(String(reflecting: name)) in \(location), which the outbox never "
+                + "stores; let the wrapped client add it at send time, or change the outbox's secrets rules."
         case .tooManyEntries(let limit):
             return "The outbox holds its maximum of \(limit) entries; nothing was stored."
         case .tooManyBytes(let limit):

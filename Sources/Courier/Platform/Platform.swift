@@ -66,7 +66,8 @@ func ownedSessionConfiguration(_ configuration: URLSessionConfiguration) -> URLS
 /// corelibs maps only a few libcurl errors to `URLError` codes and reports the rest as `.unknown`. A connection that
 /// closes before the declared body is complete (libcurl's `CURLE_PARTIAL_FILE`: "transfer closed with 2300000 bytes
 /// remaining to read", or "… outstanding read data remaining" when chunked) is `.networkConnectionLost` on Apple
-/// platforms: the code ``RetryPolicy`` retries, and after which a download resumes.
+/// platforms: the code ``RetryPolicy`` retries, and after which a download resumes. A TLS failure gets the code
+/// Apple reports for it (see `tlsErrorCode(libcurlText:)`).
 func platformErrorCode(_ code: URLError.Code, detail: String?) -> URLError.Code {
     #if canImport(FoundationNetworking)
     // "transfer closed with …" (curl 7.x, as here); "end of response with … missing" and "Transferred a partial
@@ -75,6 +76,7 @@ func platformErrorCode(_ code: URLError.Code, detail: String?) -> URLError.Code 
     if code == .unknown, let detail, partialFile.contains(where: { detail.hasPrefix($0) }) {
         return .networkConnectionLost
     }
+    if code == .unknown, let detail, let tlsCode = tlsErrorCode(libcurlText: detail) { return tlsCode }
     #endif
     return code
 }

@@ -269,14 +269,27 @@ public final class StubNetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
-        let request = try record(networkRequest)
-        let stub = state.withLock { state -> Stub? in
-            state.requests.append(request)
-            return state.stubs.last { $0.matches(request) }
+        if networkRequest.isLocalQuery { return try answerFacts() }
+        let (scoped, credentialWithheld) = withCredentialScope(networkRequest)
+        let request = try record(scoped)
+        if let listener = SendReportListener.current {
+            let scope = networkRequest.credentialScope?.headerNames ?? []
+            SendReportListener.deliver(
+                SendReport(
+                    url: nil, headers: request.headers, body: request.body,
+                    sensitiveHeaders: Redaction.alwaysSensitiveHeaders.union(scope),
+                    base: BaseURL(request.baseURL ?? baseURL),
+                    credentialWithheld: credentialWithheld),
+                to: listener)
         }
+        // Matchers are the caller's code: they run outside the lock, so that one may read `requests`.
+        let stubs = state.withLock { state -> [Stub] in
+            state.requests.append(request)
+            return state.stubs
+        }
+        let stub = stubs.last { $0.matches(request) }
         guard let stub else {
-            throw StubNetworkClientError.noMatchingStub(
-                request: request.description, stubs: state.withLock { $0.stubs.map(\.label) })
+            throw StubNetworkClientError.noMatchingStub(request: request.description, stubs: stubs.map(\.label))
         }
         switch stub.answer(request) {
         case .error(let error):
@@ -292,17 +305,54 @@ public final class StubNetworkClient: NetworkClientProtocol {
         case .body(let data, let statusCode, let headers):
             let httpResponse = response(for: request, statusCode, headers)
             let accepted = networkRequest.acceptableStatusCodes ?? acceptableStatusCodes
-            guard accepted.contains(statusCode) else {
+            guard ResponseKinds.accepts(statusCode, accepted) else {
                 throw NetworkClientError.unacceptableStatusCode(
                     statusCode: statusCode, response: httpResponse, data: data)
             }
-            let value = try NetworkClient.decode(
-                ResponseModel.self, from: data, with: networkRequest.decoder ?? decoder)
-            return NetworkResponse(value: value, response: httpResponse, data: data)
+            let value = try ResponseKinds.stubbed(
+                ResponseModel.self, body: data, decoder: networkRequest.decoder ?? decoder,
+                destination: networkRequest.downloadDestination)
+            if let onProgress = networkRequest.onProgress {
+                // As a transfer reports: what was sent, then the whole body received.
+                let sent = Int64(request.body?.count ?? 0)
+                let received = Int64(data.count)
+                onProgress(
+                    TransferProgress(
+                        bytesSent: sent, totalBytesExpectedToSend: sent, bytesReceived: received,
+                        totalBytesExpectedToReceive: received))
+            }
+            let isFile = ResponseKinds.isFile(ResponseModel.self)
+            return NetworkResponse(value: value, response: httpResponse, data: isFile ? Data() : data)
         }
     }
 
     // MARK: Private
+
+    /// Answers a ``ClientFacts`` query (from an ``Outbox``) with the stub's coders.
+    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
+        let facts = ClientFacts(sensitiveHeaders: Redaction.alwaysSensitiveHeaders, encoder: encoder, decoder: decoder)
+        guard let facts = facts as? ResponseModel else {
+            throw StubNetworkClientError.typeMismatch(
+                request: "client facts", expected: String(reflecting: ResponseModel.self),
+                actual: String(reflecting: ClientFacts.self))
+        }
+        return NetworkResponse(value: facts, response: response(for: nil, 200, [:]))
+    }
+
+    /// `request` without an ``AuthenticatingClient``'s credential when it goes to another origin than ``baseURL``'s
+    /// or those the authenticating client names, as ``NetworkClient`` sends it.
+    private func withCredentialScope<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>
+    ) -> (NetworkRequest<RequestModel, ResponseModel>, withheld: Bool) {
+        guard let scope = request.credentialScope, let origin = Origin.of(request.baseURL ?? baseURL),
+            origin != Origin.of(baseURL), !scope.additionalOrigins.contains(origin)
+        else { return (request, false) }
+        var request = request
+        request.additionalHeaders = request.additionalHeaders?.filter {
+            !scope.headerNames.contains($0.key.lowercased())
+        }
+        return (request, true)
+    }
 
     private func add(
         _ label: String, _ matches: @escaping @Sendable (Request) -> Bool,
@@ -314,27 +364,16 @@ public final class StubNetworkClient: NetworkClientProtocol {
     private func record<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>
     ) throws -> Request {
-        var body: Data?
-        if let value = request.body, RequestModel.self != VoidRequest.self {
-            if let data = value as? Data {
-                body = data
-            } else {
-                do {
-                    body = try (request.encoder ?? encoder).encode(value)
-                } catch {
-                    throw NetworkClientError.encodingFailed(underlying: error)
-                }
-            }
-        }
+        let body = try BodyKinds.kind(of: request)?.bytesInMemory(with: request.encoder ?? encoder)
         return Request(
             method: request.method, path: request.path, queryItems: request.queryItems ?? [],
             formItems: request.formItems ?? [], headers: request.additionalHeaders ?? [:], body: body,
             bodyValue: request.body, baseURL: request.baseURL, responseType: String(reflecting: ResponseModel.self))
     }
 
-    private func response(for request: Request, _ statusCode: Int, _ headers: [String: String]) -> HTTPURLResponse {
-        let base = (request.baseURL ?? baseURL).absoluteString
-        let path = Self.normalized(request.path ?? "")
+    private func response(for request: Request?, _ statusCode: Int, _ headers: [String: String]) -> HTTPURLResponse {
+        let base = (request?.baseURL ?? baseURL).absoluteString
+        let path = Self.normalized(request?.path ?? "")
         let url = URL(string: base + (path.isEmpty ? "" : "/" + path)) ?? baseURL
         return HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
             ?? HTTPURLResponse(url: baseURL, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: [:])!

@@ -42,7 +42,7 @@ struct DownloadTarget: Sendable {
     let acceptableStatusCodes: Set<Int>?
 
     func accepts(_ status: Int) -> Bool {
-        acceptableStatusCodes?.contains(status) ?? (200..<300).contains(status)
+        ResponseKinds.accepts(status, acceptableStatusCodes)
     }
 
     /// Takes the file URLSession wrote at `location`: for an acceptable status, moves it to the destination; for
@@ -96,10 +96,13 @@ struct DownloadTarget: Sendable {
         return DownloadedFile(url: target, byteCount: size, contentType: contentType)
     }
 
-    /// `<caches>/Courier Downloads/<UUID>/<suggested file name>`.
+    /// `<caches>/Courier Downloads/<UUID>/<file name>`: the `Content-Disposition` file name, else the last path
+    /// component of the URL (corelibs' `suggestedFilename` says `Unknown` without the header).
     static func defaultDestination(_ response: URLResponse) -> URL {
+        let disposition = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Disposition")
+        let name = disposition != nil ? response.suggestedFilename : response.url?.lastPathComponent
         return downloadsFolder.appendingPathComponent(UUID().uuidString, isDirectory: true)
-            .appendingPathComponent(safeFileName(response.suggestedFilename))
+            .appendingPathComponent(safeFileName(name))
     }
 
     /// The server's file name as one plain name inside its folder: its last path component, or `download` when that

@@ -1,0 +1,110 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// How the decorators learn what the client at the bottom of a stack did, whatever their order and whatever
+// decorators sit between: the bottom client reports what it sent to every `SendReportListener` of the task that ran
+// it. A listener is a task-local value, so it reaches the bottom client through any decorator that calls the next
+// client's `run` in the same task or a child task, Courier's and the ones users write alike; no decorator has to
+// find another by downcasting. `DeduplicatingClient`, whose shared call runs in a task of its own, hands the report
+// of that call to every waiter's listeners.
+
+/// What the client at the bottom of a stack sent for one attempt of a request.
+struct SendReport: Sendable {
+    /// The URL sent to, after the interceptors.
+    var url: URL?
+    /// The header fields sent, after the interceptors and with the credential applied or withheld.
+    var headers: [String: String]
+    /// The body sent, when it was in memory; `nil` for none or for a body streamed from a file.
+    var body: Data?
+    /// Lowercased names of the header fields that are secrets: the configuration's sensitive headers and the
+    /// credential's fields.
+    var sensitiveHeaders: Set<String>
+    /// The base URL the request was built on (the configuration's, or the request's own override).
+    var base: BaseURL?
+    /// Whether an ``AuthenticatingClient``'s credential was removed because the request went to another origin.
+    var credentialWithheld = false
+}
+
+/// Receives the ``SendReport`` of the calls made while it is ``current``: the last attempt's report wins.
+final class SendReportListener: Sendable {
+    /// The listener of an enclosing decorator, which receives the same reports.
+    let parent: SendReportListener?
+    private let received = Locked<SendReport?>(nil)
+
+    /// The innermost listener of the running task; `nil` when no decorator listens.
+    @TaskLocal static var current: SendReportListener?
+
+    init(parent: SendReportListener?) {
+        self.parent = parent
+    }
+
+    /// The last report received; `nil` when the client at the bottom reported nothing (a test double of your own,
+    /// or a failure before anything was built).
+    var report: SendReport? { received.withLock { $0 } }
+
+    /// Hands `report` to `listener` and every enclosing one.
+    static func deliver(_ report: SendReport, to listener: SendReportListener?) {
+        var next = listener
+        while let listener = next {
+            listener.received.withLock { $0 = report }
+            next = listener.parent
+        }
+    }
+
+    /// Runs `operation` with a new listener inside the current one, and returns its outcome with what was reported.
+    static func listening<T: Sendable>(
+        _ operation: () async throws -> T
+    ) async -> (result: Result<T, any Error>, report: SendReport?) {
+        let listener = SendReportListener(parent: current)
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await $current.withValue(listener) { try await operation() })
+        } catch {
+            result = .failure(error)
+        }
+        return (result, listener.report)
+    }
+}
+
+/// The response kind of a request that never leaves the process: the client at the bottom of a stack answers it with
+/// what a component above the stack needs of its configuration before it sends anything (the ``Outbox`` encodes and
+/// checks entries at enqueue). Decorators pass it through untouched; a test double of your own may throw for it, and
+/// the asking component then uses its defaults.
+struct ClientFacts: Decodable, Sendable {
+    /// Lowercased names of the configuration's sensitive header fields.
+    var sensitiveHeaders: Set<String>
+    /// The configuration's default encoder and decoder.
+    var encoder: JSONEncoder
+    var decoder: JSONDecoder
+
+    init(sensitiveHeaders: Set<String>, encoder: JSONEncoder, decoder: JSONDecoder) {
+        self.sensitiveHeaders = sensitiveHeaders
+        self.encoder = encoder
+        self.decoder = decoder
+    }
+
+    /// Never decoded from a body: a client that tries fails, and the asker uses its defaults.
+    init(from decoder: any Decoder) throws {
+        throw DecodingError.dataCorrupted(
+            DecodingError.Context(codingPath: [], debugDescription: "ClientFacts are answered, never decoded."))
+    }
+
+    /// The request that asks for them.
+    static var request: NetworkRequest<VoidRequest, ClientFacts> {
+        NetworkRequest(
+            method: .get, options: RequestOptions(allowsSharing: false, sendsCredential: false, allowsRetry: false))
+    }
+
+    /// Asks `client` for the facts of the client at the bottom of its stack; `nil` if it cannot answer.
+    static func of(_ client: any NetworkClientProtocol) async -> ClientFacts? {
+        try? await client.run(request).value
+    }
+}
+
+extension NetworkRequest {
+    /// Whether this request never leaves the process (``ClientFacts``): decorators pass it straight through.
+    var isLocalQuery: Bool { ResponseModel.self == ClientFacts.self }
+}

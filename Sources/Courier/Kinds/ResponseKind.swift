@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// Each kind of response owns its rules here, in one conformance: which statuses it accepts, how a body becomes its
+// value, whether it is a file, and what `StubNetworkClient` answers from a canned body. `NetworkClient`, the outbox's
+// results and the stub ask `ResponseKinds` and nothing else. A response type that conforms to nothing is JSON.
+
+/// The statuses that count as success when neither the request nor the configuration names any: `200..<300`.
+let defaultAcceptableStatusCodes = 200..<300
+
+/// The rules of one kind of response.
+protocol ResponseKind: Sendable {
+    /// The value of a body whose status was accepted.
+    static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> Self
+    /// Whether the body goes to a file rather than memory; `false` by default.
+    static var isFile: Bool { get }
+    /// What ``StubNetworkClient`` answers for a canned body of an accepted status; ``decoded(from:decoder:)`` by
+    /// default.
+    static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self
+}
+
+extension ResponseKind {
+    static var isFile: Bool { false }
+
+    static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self {
+        try decoded(from: body, decoder: decoder)
+    }
+}
+
+/// ``VoidResponse``: the body is ignored, so an empty one (a `204`) is a success.
+extension VoidResponse: ResponseKind {
+    static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> VoidResponse {
+        VoidResponse()
+    }
+}
+
+/// `Data`: the body itself.
+extension Data: ResponseKind {
+    static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> Data { data }
+}
+
+/// `String`: the body as UTF-8 text.
+extension String: ResponseKind {
+    static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> String {
+        guard let text = String(data: data, encoding: .utf8) else {
+            let context = DecodingError.Context(codingPath: [], debugDescription: "The body is not valid UTF-8.")
+            throw .decodingFailed(underlying: DecodingError.dataCorrupted(context), data: data)
+        }
+        return text
+    }
+}
+
+/// ``DownloadedFile``: the body is streamed to a file by the transfer; the stub writes a canned body to one.
+extension DownloadedFile: ResponseKind {
+    static var isFile: Bool { true }
+
+    static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> DownloadedFile {
+        throw .invalidRequest(reason: "a DownloadedFile is written by the transfer, not decoded from memory")
+    }
+
+    /// Writes `body` where the request's ``NetworkRequest/downloadDestination`` says (replacing a file there), or to a
+    /// new file under the temporary directory.
+    static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> DownloadedFile {
+        let url =
+            destination
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("courier-stub-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try body.write(to: url, options: .atomic)
+        } catch {
+            throw NetworkClientError.fileAccessFailed(url: url, reason: "the stub could not write the file: \(error)")
+        }
+        return DownloadedFile(url: url, byteCount: Int64(body.count))
+    }
+}
+
+/// The answer to a ``ClientFacts`` query is never decoded from a body.
+extension ClientFacts: ResponseKind {
+    static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> ClientFacts {
+        throw .invalidRequest(reason: "client facts are answered by the client at the bottom of a stack")
+    }
+}
+
+/// The one lookup of a response's kind.
+enum ResponseKinds {
+    /// Whether `status` counts as success: in `acceptable` when given, else in ``defaultAcceptableStatusCodes``.
+    static func accepts(_ status: Int, _ acceptable: Set<Int>?) -> Bool {
+        acceptable?.contains(status) ?? defaultAcceptableStatusCodes.contains(status)
+    }
+
+    /// Whether `type`'s body goes to a file.
+    static func isFile<ResponseModel>(_ type: ResponseModel.Type) -> Bool {
+        (type as? any ResponseKind.Type)?.isFile ?? false
+    }
+
+    /// The value of an accepted body: the kind's rule, or JSON with `decoder`.
+    static func decode<ResponseModel: Decodable>(
+        _ type: ResponseModel.Type, from data: Data, with decoder: JSONDecoder
+    ) throws(NetworkClientError) -> ResponseModel {
+        if let kind = type as? any ResponseKind.Type {
+            return try kind.decoded(from: data, decoder: decoder) as! ResponseModel
+        }
+        do {
+            return try decoder.decode(type, from: data)
+        } catch {
+            throw .decodingFailed(underlying: error, data: data)
+        }
+    }
+
+    /// What ``StubNetworkClient`` answers for a canned body of an accepted status.
+    static func stubbed<ResponseModel: Decodable>(
+        _ type: ResponseModel.Type, body: Data, decoder: JSONDecoder, destination: URL?
+    ) throws -> ResponseModel {
+        if let kind = type as? any ResponseKind.Type {
+            return try kind.stubbed(body: body, decoder: decoder, destination: destination) as! ResponseModel
+        }
+        return try decode(type, from: body, with: decoder)
+    }
+}
