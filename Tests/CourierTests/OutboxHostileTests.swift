@@ -241,6 +241,12 @@ struct OutboxHostileTests {
         for await event in unread { buffered.append(event) }
         #expect(buffered.count == Outbox.maximumBufferedEvents)
         #expect(buffered.allSatisfy { if case .retrying = $0 { true } else { false } })
+        // The newest are kept: the last event buffered is the entry's latest attempt, at least the last one the
+        // reader saw for that entry.
+        if case .retrying(let entry, let attempt, _, _) = buffered.last {
+            let key = entry.orderingKey ?? ""
+            #expect(attempt >= delays.withLock { $0[key, default: []].count })
+        }
     }
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("2,000 entries with distinct ordering keys: the pump's work grows with the sends, not with keys × sends")
