@@ -96,6 +96,9 @@ struct RetryEnvironment: Sendable {
     var now: @Sendable () -> Date
     /// A random wait in the range (full jitter).
     var random: @Sendable (_ range: ClosedRange<TimeInterval>) -> TimeInterval
+    /// Seconds on a monotonic clock (unaffected by changes to the wall clock), for measuring durations; `nil` to
+    /// measure them with `now` (virtual time in tests).
+    var uptime: (@Sendable () -> TimeInterval)? = nil
 
     static let live = RetryEnvironment(
         sleep: { seconds in
@@ -103,7 +106,8 @@ struct RetryEnvironment: Sendable {
             try await Task.sleep(nanoseconds: UInt64(min(seconds, 1e9) * 1e9))
         },
         now: { Date() },
-        random: { range in range.upperBound > range.lowerBound ? Double.random(in: range) : range.lowerBound })
+        random: { range in range.upperBound > range.lowerBound ? Double.random(in: range) : range.lowerBound },
+        uptime: { ProcessInfo.processInfo.systemUptime })
 }
 
 extension NetworkClientProtocol {

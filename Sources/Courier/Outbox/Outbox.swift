@@ -38,7 +38,7 @@ import FoundationNetworking
 ///   ``OutboxEvent/quarantined(file:reason:recoveredEntries:)``, and every intact entry in it is kept.
 ///
 /// One `Outbox` per directory: opening takes an exclusive `flock` on `outbox.lock`, so a second instance, in this
-/// process or another, fails with ``OutboxError/directoryInUse(path:)``. Call ``close()`` to release it.
+/// process or another, fails with ``OutboxError/directoryInUse(path:)``. Call ``close(timeout:)`` to release it.
 public final class Outbox: Sendable {
     /// The header every attempt of an entry carries: a UUID chosen at enqueue, or the request's own value.
     public static let idempotencyHeader = "Idempotency-Key"
@@ -52,7 +52,9 @@ public final class Outbox: Sendable {
         /// The largest encoded body one entry may have; `4 MiB` by default.
         public var maximumBodySize: Int
         /// How long, in seconds, an entry may keep being retried after it was enqueued; `nil` (the default) for no
-        /// limit. A retry that would start later fails the entry with its last error.
+        /// limit. A retry that would start later fails the entry with its last error. An enqueue time later than
+        /// the clock's (a clock that was ahead) counts as now, and within a process age is measured with a monotonic
+        /// clock, so setting the wall clock neither stops nor speeds it.
         public var maximumAge: TimeInterval?
         /// How long, in seconds, a result waits for a handler of its kind before it is dropped; 7 days by default.
         public var resultRetention: TimeInterval
@@ -95,7 +97,8 @@ public final class Outbox: Sendable {
     public let client: any NetworkClientProtocol
     /// The backoff, jitter and `Retry-After` rules for transient failures. Its ``RetryPolicy/maxAttempts`` and
     /// ``RetryPolicy/totalBudget`` are ignored: entries are retried until they succeed or ``Limits/maximumAge``
-    /// passes.
+    /// passes. Its backoff is the least wait between attempts: a server's `Retry-After` may lengthen it, never
+    /// shorten it (`Retry-After: 0` and dates in the past still wait the backoff).
     public let retryPolicy: RetryPolicy
     /// The bounds on what is kept.
     public let limits: Limits
@@ -108,7 +111,22 @@ public final class Outbox: Sendable {
     private let sensitiveHeaders: Set<String>
     /// What the client at the bottom of ``client``'s stack says of its configuration, asked once (``ClientFacts``):
     /// `.some(nil)` when it could not answer.
-    private let facts = Locked<ClientFacts??>(nil)
+    private let facts = Locked<FactsState>(.unknown)
+
+    /// The client's facts if they are known yet.
+    private var knownFacts: ClientFacts? {
+        facts.withLock { state -> ClientFacts? in
+            guard case .known(let known) = state else { return nil }
+            return known
+        }
+    }
+
+    /// Whether the client's facts are known, being asked for (once, for every concurrent enqueue), or not asked yet.
+    private enum FactsState: Sendable {
+        case unknown
+        case asking(SharedOutcome<ClientFacts?>)
+        case known(ClientFacts?)
+    }
     private let environment: RetryEnvironment
     private let journal: OutboxJournal
     private let lock: DirectoryLock
@@ -122,10 +140,19 @@ public final class Outbox: Sendable {
         var entries: [UUID: StoredEntry] = [:]
         var queues: [String: [UUID]] = [:]
         var sending: Set<String> = []
+        /// Keys that may be ready to send, by the sequence of their head when added; checked when taken out (a key
+        /// whose head changed or that is sending is skipped). Every change that can make a key ready adds it, so a
+        /// pump does work in proportion to the sends it starts, not to the number of keys.
+        var ready = ReadyKeys()
+        /// The keys the pump has taken out of `ready`, for tests.
+        var pumpWork = 0
         var results: [UUID: (entry: StoredEntry, result: StoredResult)] = [:]
         var handlers: [String: (generation: Int, run: Handler)] = [:]
         var handlerGeneration = 0
         var delivering: Set<UUID> = []
+        /// The results being handed to a handler right after their send, not yet on the disk: ``close(timeout:)``
+        /// stores them when a handler outlives it.
+        var handing: [UUID: StoredResult] = [:]
         /// The entries whose handler threw, with the generation of that handler: a newer one gets the result.
         var failedHandlers: [UUID: Int] = [:]
         var sizes: [UUID: Int] = [:]
@@ -137,6 +164,8 @@ public final class Outbox: Sendable {
         var paused: Bool
         var closed = false
         var attempts: [UUID: Int] = [:]
+        /// For each entry being retried: a monotonic reading and the entry's age at that reading.
+        var ages: [UUID: (uptime: TimeInterval, age: TimeInterval)] = [:]
         var tasks: [UUID: Task<Void, Never>] = [:]
         var streams: [UUID: AsyncStream<OutboxEvent>.Continuation] = [:]
         var startupEvents: [OutboxEvent] = []
@@ -232,6 +261,7 @@ public final class Outbox: Sendable {
         }
         for key in state.queues.keys {
             state.queues[key]?.sort { state.entries[$0]!.sequence < state.entries[$1]!.sequence }
+            Self.markReady(key, in: &state)
         }
         state.startupEvents = contents.quarantined.map {
             .quarantined(file: $0.file, reason: $0.reason, recoveredEntries: $0.recovered)
@@ -268,7 +298,7 @@ public final class Outbox: Sendable {
     public func enqueue<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
     ) async throws -> UUID {
-        let facts = await clientFacts()
+        let facts = try await clientFacts()
         var entry = try stored(request, kind: kind, orderingKey: orderingKey, facts: facts)
         let queue = Self.queueName(orderingKey)
         entry.sequence = try state.withLock { state throws(OutboxError) -> UInt64 in
@@ -302,6 +332,7 @@ public final class Outbox: Sendable {
                 $0.reservedEntries -= 1
                 $0.bytes -= record.count
                 $0.enqueuing[queue]?.remove(entry.sequence)
+                Self.markReady(queue, in: &$0)
             }
             pump()
             throw error
@@ -319,6 +350,7 @@ public final class Outbox: Sendable {
                 ids.lastIndex { entries[$0].map { $0.sequence < entry.sequence } ?? true }.map { $0 + 1 } ?? 0
             ids.insert(entry.id, at: position)
             state.queues[queue] = ids
+            Self.markReady(queue, in: &state)
         }
         pump()
         return entry.id
@@ -348,7 +380,7 @@ public final class Outbox: Sendable {
             -> Void
     ) {
         let erased: Handler = { [weak self] entry, result, acceptable in
-            let decoder = if let decoder { decoder } else { await self?.clientFacts()?.decoder ?? JSONDecoder() }
+            let decoder = if let decoder { decoder } else { try await self?.clientFacts()?.decoder ?? JSONDecoder() }
             try await handler(entry, result.outcome(as: Value.self, decoder: decoder, acceptable: acceptable))
         }
         let waiting = state.withLock { state -> [UUID] in
@@ -382,10 +414,19 @@ public final class Outbox: Sendable {
         state.withLock { $0.entries.count + $0.results.count + $0.reservedEntries }
     }
 
+    /// The most events one ``events()`` stream holds for its reader: `1_000`. When the reader is slower than the
+    /// outbox (or never reads), the oldest unread events are dropped and the newest kept, so an unread stream costs
+    /// bounded memory however long the outbox runs.
+    public static let maximumBufferedEvents = 1_000
+
     /// A new stream of the outbox's events, from now on (damaged files found at opening are reported to the first
     /// stream). Each call returns its own stream; it ends when the outbox is closed.
+    ///
+    /// The stream buffers at most ``maximumBufferedEvents`` unread events: a reader that falls further behind loses
+    /// the oldest ones (a retry storm or a long drain with nobody reading used to grow memory without bound).
     public func events() -> AsyncStream<OutboxEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: OutboxEvent.self, bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: OutboxEvent.self, bufferingPolicy: .bufferingNewest(Self.maximumBufferedEvents))
         let id = UUID()
         let startup = state.withLock { state -> [OutboxEvent]? in
             guard !state.closed else { return nil }
@@ -410,28 +451,97 @@ public final class Outbox: Sendable {
         lock.release()
     }
 
-    /// Stops sending, cancels the requests in flight (they are sent again at the next opening), flushes the journal
-    /// and releases the directory's lock. Idempotent. Enqueues after it throw ``OutboxError/closed``.
-    public func close() async {
+    /// How long ``close(timeout:)`` waits by default for the outbox's tasks (sends, result handlers) to end after
+    /// cancelling them: 5 seconds.
+    public static let closeTimeout: TimeInterval = 5
+
+    /// Stops sending, cancels the requests in flight (they are sent again at the next opening) and the running result
+    /// handlers, waits for them at most `timeout` seconds, flushes the journal and releases the directory's lock.
+    /// Idempotent. Enqueues after it throw ``OutboxError/closed``.
+    ///
+    /// A result handler that ignores cancellation and is still running after `timeout` is left running, but the
+    /// outbox no longer waits for it: its entry's result stays stored (it is written now if it was not yet), and the
+    /// handler runs again for it at the next opening. What the abandoned handler does afterwards is not recorded.
+    /// - Parameter timeout: The longest wait for running tasks, in seconds; ``closeTimeout`` (5 s) by default.
+    public func close(timeout: TimeInterval = Outbox.closeTimeout) async {
         let (tasks, streams) = state.withLock { state in
             state.closed = true
             return (Array(state.tasks.values), Array(state.streams.values))
         }
         for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
+        if await !Self.waitForAll(tasks, atMost: timeout) {
+            // A handler outlived the wait: keep the results it was given, so the next opening delivers them again
+            // instead of sending their entries a second time.
+            for (id, result) in state.withLock({ $0.handing }) {
+                try? await journal.append(.result(id: id, result), durable: true)
+            }
+        }
         journal.close()
         lock.release()
         for stream in streams { stream.finish() }
     }
 
+    /// Waits until every task in `tasks` has ended or `seconds` have passed; `true` if they all ended.
+    private static func waitForAll(_ tasks: [Task<Void, Never>], atMost seconds: TimeInterval) async -> Bool {
+        let waiter = Task { for task in tasks { await task.value } }
+        let outcome = Locked<CheckedContinuation<Bool, Never>?>(nil)
+        let timer = Locked<Task<Void, Never>?>(nil)
+        return await withCheckedContinuation { continuation in
+            outcome.withLock { $0 = continuation }
+            let finish: @Sendable (Bool) -> Void = { ended in
+                outcome.withLock { pending in
+                    pending?.resume(returning: ended)
+                    pending = nil
+                }
+            }
+            timer.withLock { timer in
+                timer = Task {
+                    let nanoseconds = UInt64(min(max(0, seconds.isFinite ? seconds : 0), 1e6) * 1e9)
+                    try? await Task.sleep(nanoseconds: nanoseconds)
+                    finish(false)
+                }
+            }
+            Task {
+                await waiter.value
+                timer.withLock { $0?.cancel() }
+                finish(true)
+            }
+        }
+    }
+
     // MARK: Enqueue
 
-    /// What the client at the bottom of the stack says of its configuration, asked once (``ClientFacts``).
-    private func clientFacts() async -> ClientFacts? {
-        if let known = facts.withLock({ $0 }) { return known }
-        let answer = await ClientFacts.of(client)
-        facts.withLock { $0 = .some(answer) }
-        return answer
+    /// What the client at the bottom of the stack says of its configuration, asked once (``ClientFacts``): concurrent
+    /// callers wait for the one question in flight.
+    /// - Throws: `CancellationError` when the caller is cancelled while it waits.
+    private func clientFacts() async throws -> ClientFacts? {
+        enum Next {
+            case known(ClientFacts?)
+            case wait(SharedOutcome<ClientFacts?>)
+            case ask(SharedOutcome<ClientFacts?>)
+        }
+        let next = facts.withLock { state -> Next in
+            switch state {
+            case .known(let known): return .known(known)
+            case .asking(let outcome): return .wait(outcome)
+            case .unknown:
+                let outcome = SharedOutcome<ClientFacts?>()
+                state = .asking(outcome)
+                return .ask(outcome)
+            }
+        }
+        switch next {
+        case .known(let known):
+            return known
+        case .wait(let outcome):
+            return try await outcome.value(until: nil)
+        case .ask(let outcome):
+            // Unstructured, so that the asker's cancellation does not leave the others without an answer.
+            let answer = await Task { [client] in await ClientFacts.of(client) }.value
+            facts.withLock { $0 = .known(answer) }
+            outcome.finish(.success(answer))
+            return answer
+        }
     }
 
     /// Refuses a request that carries a secret (see the type's "No secret on disk").
@@ -526,7 +636,7 @@ public final class Outbox: Sendable {
 
     // MARK: Sending
 
-    /// Runs `body` in a task the outbox tracks, so that ``close()`` can cancel and await it.
+    /// Runs `body` in a task the outbox tracks, so that ``close(timeout:)`` can cancel and await it.
     private func spawn(_ body: @escaping @Sendable (Outbox) async -> Void) {
         let id = UUID()
         state.withLock { state in
@@ -538,18 +648,21 @@ public final class Outbox: Sendable {
         }
     }
 
-    /// Starts a sender for every ordering key whose head can go, up to the concurrency bound.
+    /// Starts a sender for every ordering key whose head can go, up to the concurrency bound, oldest head first.
+    ///
+    /// Takes keys out of `ready` (a heap) instead of filtering and sorting every queue: with 10,000 distinct keys
+    /// that made each pump sort them all (25 entries drained per second with a core busy).
     private func pump() {
         let keys = state.withLock { state -> [String] in
             guard !state.paused, !state.closed else { return [] }
             var started: [String] = []
-            func head(_ ids: [UUID]) -> UInt64 { ids.first.flatMap { state.entries[$0]?.sequence } ?? .max }
-            let ready = state.queues.filter { key, ids in
-                guard !ids.isEmpty, !state.sending.contains(key) else { return false }
-                // An earlier entry of this key that is still being written goes first.
-                return state.enqueuing[key]?.contains { $0 < head(ids) } != true
-            }.sorted { head($0.value) < head($1.value) }
-            for (key, _) in ready where state.sending.count < limits.maximumConcurrentSends {
+            while state.sending.count < limits.maximumConcurrentSends, let (sequence, key) = state.ready.popMin() {
+                state.pumpWork += 1
+                guard !state.sending.contains(key), let head = state.queues[key]?.first,
+                    state.entries[head]?.sequence == sequence
+                else { continue }  // Stale: the key is sending, empty, or was added again with its new head.
+                // An earlier entry of this key that is still being written goes first; its enqueue adds the key again.
+                if state.enqueuing[key]?.contains(where: { $0 < sequence }) == true { continue }
                 state.sending.insert(key)
                 started.append(key)
             }
@@ -564,7 +677,10 @@ public final class Outbox: Sendable {
     /// the next entry go.
     private func sendHead(of key: String) async {
         defer {
-            state.withLock { _ = $0.sending.remove(key) }
+            state.withLock { state in
+                state.sending.remove(key)
+                Self.markReady(key, in: &state)
+            }
             pump()
         }
         guard let entry = state.withLock({ state in state.queues[key]?.first.flatMap { state.entries[$0] } }) else {
@@ -579,8 +695,10 @@ public final class Outbox: Sendable {
         if let handler = state.withLock({ state -> (generation: Int, run: Handler)? in
             guard let handler = state.handlers[entry.kind] else { return nil }
             state.delivering.insert(entry.id)
+            state.handing[entry.id] = result
             return handler
         }) {
+            defer { state.withLock { _ = $0.handing.removeValue(forKey: entry.id) } }
             do {
                 try await handler.run(info, result, entry.acceptable)
                 // Durable before the next entry of the key goes: after a crash, only entries being sent or handled
@@ -590,6 +708,7 @@ public final class Outbox: Sendable {
                     state.entries[entry.id] = nil
                     Self.removeHead(entry.id, of: key, in: &state)
                     state.attempts[entry.id] = nil
+                    state.ages[entry.id] = nil
                 }
                 finish(entry.id)
                 emit(.handled(info))
@@ -615,10 +734,20 @@ public final class Outbox: Sendable {
             state.results[entry.id] = (entry, result)
             state.bytes += result.body?.count ?? 0
             state.attempts[entry.id] = nil
+            state.ages[entry.id] = nil
         }
         await deliver(entry.id)
         discardExpiredResults()
     }
+
+    /// Adds `key` to the ready heap if its queue has a head.
+    private static func markReady(_ key: String, in state: inout State) {
+        guard let head = state.queues[key]?.first, let sequence = state.entries[head]?.sequence else { return }
+        state.ready.insert(sequence, key)
+    }
+
+    /// The keys the pump has examined since opening, for tests: about one per send, not one per key per send.
+    var pumpWorkForTesting: Int { state.withLock { $0.pumpWork } }
 
     private static func removeHead(_ id: UUID, of key: String, in state: inout State) {
         state.queues[key]?.removeAll { $0 == id }
@@ -652,9 +781,7 @@ public final class Outbox: Sendable {
                 guard let delay = await retryDelay(after: failure, attempt: attempt) else {
                     return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
                 }
-                if let maximumAge = limits.maximumAge,
-                    environment.now().timeIntervalSince(entry.enqueuedAt) + delay > maximumAge
-                {
+                if let maximumAge = limits.maximumAge, age(of: entry) + delay > maximumAge {
                     return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
                 }
                 error =
@@ -670,13 +797,30 @@ public final class Outbox: Sendable {
         }
     }
 
+    /// How long ago `entry` was enqueued, in seconds, for ``Limits/maximumAge``.
+    ///
+    /// The wall clock is read once per entry and process, with an enqueue time in the future counted as now (an entry
+    /// enqueued while the clock was a year ahead never aged); from then on age grows by a monotonic clock, so moving
+    /// the wall clock neither stops nor speeds it.
+    private func age(of entry: StoredEntry) -> TimeInterval {
+        let uptime = environment.uptime?() ?? environment.now().timeIntervalSinceReferenceDate
+        let base = state.withLock { state in
+            if let base = state.ages[entry.id] { return base }
+            let base = (uptime: uptime, age: max(0, environment.now().timeIntervalSince(entry.enqueuedAt)))
+            state.ages[entry.id] = base
+            return base
+        }
+        return base.age + max(0, uptime - base.uptime)
+    }
+
     /// Whether a response header is left out of a stored result.
     private func isSecretResponseHeader(_ name: String) -> Bool {
         secrets.isSecretHeader(
-            name, sensitiveHeaders: sensitiveHeaders.union(facts.withLock { $0 ?? nil }?.sensitiveHeaders ?? []))
+            name, sensitiveHeaders: sensitiveHeaders.union(knownFacts?.sensitiveHeaders ?? []))
     }
 
     /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
+    /// The policy's backoff is the least wait: a `Retry-After` may only lengthen it.
     ///
     /// Unlike ``RetryingClient``, a failed interceptor or rewrite (often a token refresh while offline) is retried,
     /// and a `Retry-After` above ``RetryPolicy/maxDelay`` is waited for rather than ending the retries.
@@ -687,7 +831,9 @@ public final class Outbox: Sendable {
         case .never:
             return nil
         case .retry(let retryAfter?):
-            return retryAfter
+            // The server may lengthen the wait, never shorten it: `Retry-After: 0`, or an HTTP-date in the past (clock
+            // skew), would otherwise retry at once, for ever (34,000 requests in 10 s from 4 entries).
+            return max(retryAfter, backoff())
         case .retry(nil):
             return backoff()
         case .askPredicate:
@@ -774,5 +920,44 @@ extension Result {
     fileprivate var failureValue: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+}
+
+extension Outbox {
+    /// The journal, for tests that inject storage failures.
+    var journalForTesting: OutboxJournal { journal }
+}
+
+/// A min-heap of ordering keys by the sequence number of their head entry.
+struct ReadyKeys: Sendable {
+    private var items: [(sequence: UInt64, key: String)] = []
+
+    mutating func insert(_ sequence: UInt64, _ key: String) {
+        items.append((sequence, key))
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child].sequence < items[parent].sequence else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func popMin() -> (UInt64, String)? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let top = items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < items.count, items[left].sequence < items[smallest].sequence { smallest = left }
+            if right < items.count, items[right].sequence < items[smallest].sequence { smallest = right }
+            guard smallest != parent else { break }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+        return (top.sequence, top.key)
     }
 }

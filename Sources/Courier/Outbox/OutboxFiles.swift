@@ -91,10 +91,38 @@ enum OutboxFiles {
         return fd
     }
 
-    /// The whole content of `path`.
+    /// The whole content of the regular file at `path`.
+    ///
+    /// Failing to open or read it (`EACCES`, `EIO`, `EMFILE`, a directory in its place: `EISDIR`) throws: that says
+    /// nothing about the bytes in it, which may be readable again later, so callers must not treat it as damage.
     static func read(_ path: String) throws(OutboxError) -> Data {
-        guard let data = FileManager.default.contents(atPath: path) else { throw error("read", path, EIO) }
-        return data
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw error("open", path) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw error("stat", path) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw error("read", path, EISDIR) }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { readDescriptor(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw error("read", path)
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Cuts the file open on `fd` back to `size` bytes and flushes that; `false` if it could not.
+    static func truncate(_ fd: Int32, to size: Int) -> Bool {
+        guard ftruncate(fd, off_t(size)) == 0 else { return false }
+        #if canImport(Darwin)
+        return fsync(fd) == 0
+        #else
+        return fdatasync(fd) == 0
+        #endif
     }
 
     /// The regular files in `directory` whose names end with `suffix`, sorted by name.
@@ -138,4 +166,9 @@ final class DirectoryLock: Sendable {
     deinit {
         release()
     }
+}
+
+/// `read(2)`, out of reach of ``OutboxFiles/read(_:)``'s name.
+private func readDescriptor(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
 }
