@@ -77,7 +77,12 @@ public final class NetworkClient: NetworkClientProtocol {
             if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
             throw error
         }
-        let credentialWithheld = keepCredential(networkRequest.credentialScope, to: &request)
+        // Without a base URL override or an interceptor, the request goes to the configured origin: nothing to check.
+        let mayLeaveOrigin =
+            networkRequest.baseURL != nil || settings.interceptor != nil || settings.asyncInterceptor != nil
+            || !(networkRequest.microClient?.interceptors ?? settings.interceptors).isEmpty
+        let credentialWithheld =
+            mayLeaveOrigin ? keepCredential(networkRequest.credentialScope, to: &request) : false
         if let listener { report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener) }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
         var transfer = TransferRequest(
@@ -140,13 +145,13 @@ public final class NetworkClient: NetworkClientProtocol {
         _ request: URLRequest?, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
         credentialWithheld: Bool, to listener: SendReportListener
     ) {
-        var sensitive = configuration.sensitiveHeaders
-        if let scope = networkRequest.credentialScope { sensitive.formUnion(scope.headerNames) }
         SendReportListener.deliver(
             SendReport(
-                url: request?.url, headers: request?.allHTTPHeaderFields ?? networkRequest.additionalHeaders ?? [:],
-                body: request?.httpBody,
-                sensitiveHeaders: sensitive, base: networkRequest.baseURL.map(BaseURL.init) ?? configuration.base,
+                request: request, unsentHeaders: request == nil ? networkRequest.additionalHeaders ?? [:] : [:],
+                configuredSensitiveHeaders: configuration.sensitiveHeaders,
+                credentialHeaders: networkRequest.credentialScope?.headerNames ?? [],
+                base: networkRequest.baseURL.map(BaseURL.init) ?? configuration.base,
+                baseKey: networkRequest.baseURL == nil ? ObjectIdentifier(configuration) : nil,
                 credentialWithheld: credentialWithheld),
             to: listener)
     }

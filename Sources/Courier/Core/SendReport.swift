@@ -13,26 +13,41 @@ import FoundationNetworking
 
 /// What the client at the bottom of a stack sent for one attempt of a request.
 struct SendReport: Sendable {
-    /// The URL sent to, after the interceptors.
-    var url: URL?
-    /// The header fields sent, after the interceptors and with the credential applied or withheld.
-    var headers: [String: String]
+    /// The request sent, after the interceptors and with the credential applied or withheld; `nil` when the request
+    /// failed before it was built.
+    var request: URLRequest?
+    /// The header fields and body to tell when there is no `request`: the request's own (or, for the stub, what it
+    /// recorded).
+    var unsentHeaders: [String: String] = [:]
+    var unsentBody: Data?
+    /// The header fields sent. Read only when needed (a debug log line): corelibs builds the dictionary anew.
+    var headers: [String: String] { request?.allHTTPHeaderFields ?? unsentHeaders }
     /// The body sent, when it was in memory; `nil` for none or for a body streamed from a file.
-    var body: Data?
+    var body: Data? { request?.httpBody ?? unsentBody }
     /// Lowercased names of the header fields that are secrets: the configuration's sensitive headers and the
     /// credential's fields.
-    var sensitiveHeaders: Set<String>
+    var sensitiveHeaders: Set<String> {
+        credentialHeaders.isEmpty ? configuredSensitiveHeaders : configuredSensitiveHeaders.union(credentialHeaders)
+    }
+    /// The configuration's sensitive headers, lowercased.
+    var configuredSensitiveHeaders: Set<String>
+    /// The credential's header fields, lowercased; empty without one.
+    var credentialHeaders: Set<String> = []
     /// The base URL the request was built on (the configuration's, or the request's own override).
     var base: BaseURL?
+    /// Identifies `base` when it is a configuration's, so that a logger redacts it once: the configuration.
+    var baseKey: ObjectIdentifier?
     /// Whether an ``AuthenticatingClient``'s credential was removed because the request went to another origin.
     var credentialWithheld = false
 }
 
 /// Receives the ``SendReport`` of the calls made while it is ``current``: the last attempt's report wins.
-final class SendReportListener: Sendable {
+// `received` is only read or written under `lock`.
+final class SendReportListener: @unchecked Sendable {
     /// The listener of an enclosing decorator, which receives the same reports.
     let parent: SendReportListener?
-    private let received = Locked<SendReport?>(nil)
+    private let lock = NSLock()
+    private var received: SendReport?
 
     /// The innermost listener of the running task; `nil` when no decorator listens.
     @TaskLocal static var current: SendReportListener?
@@ -43,13 +58,19 @@ final class SendReportListener: Sendable {
 
     /// The last report received; `nil` when the client at the bottom reported nothing (a test double of your own,
     /// or a failure before anything was built).
-    var report: SendReport? { received.withLock { $0 } }
+    var report: SendReport? {
+        lock.lock()
+        defer { lock.unlock() }
+        return received
+    }
 
     /// Hands `report` to `listener` and every enclosing one.
     static func deliver(_ report: SendReport, to listener: SendReportListener?) {
         var next = listener
         while let listener = next {
-            listener.received.withLock { $0 = report }
+            listener.lock.lock()
+            listener.received = report
+            listener.lock.unlock()
             next = listener.parent
         }
     }

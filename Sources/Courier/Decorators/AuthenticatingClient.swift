@@ -86,13 +86,26 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
             credential = try await authenticator.credential()
             sentGeneration = generation
         }
-        let (result, report) = await SendReportListener.listening {
-            try await wrapped.run(authorized(networkRequest, with: credential))
+        // Only a request with its own base URL may go to another origin, where the client at the bottom withholds the
+        // credential (and says so): listen for that only then, since listening costs every request.
+        let sent: Result<NetworkResponse<ResponseModel>, any Error>
+        var withheld = false
+        if networkRequest.baseURL == nil {
+            do {
+                sent = .success(try await wrapped.run(authorized(networkRequest, with: credential)))
+            } catch {
+                sent = .failure(error)
+            }
+        } else {
+            let (result, report) = await SendReportListener.listening {
+                try await wrapped.run(authorized(networkRequest, with: credential))
+            }
+            (sent, withheld) = (result, report?.credentialWithheld == true)
         }
-        switch result {
+        switch sent {
         case .success(let response):
             return response
-        case .failure(let error) where authenticator.isRejection(error) && report?.credentialWithheld != true:
+        case .failure(let error) where authenticator.isRejection(error) && !withheld:
             let renewed = try await renewedCredential(
                 rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: failures,
                 deadline: deadline)

@@ -94,17 +94,19 @@ struct LogRedactor: Sendable {
 
     let rules: LogRedaction
     /// Lowercased names of the headers the client at the bottom of the stack reported as sensitive.
-    let sensitiveHeaders: Set<String>
+    private(set) var sensitiveHeaders: Set<String>
 
     init(_ redaction: LogRedaction, sensitiveHeaders: Set<String>) {
         rules = redaction
         self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
     }
 
-    /// These rules, also redacting the header names in `names`.
+    /// These rules, also redacting the header names in `names` (lowercased).
     func adding(sensitiveHeaders names: Set<String>) -> LogRedactor {
-        names.isSubset(of: sensitiveHeaders)
-            ? self : LogRedactor(rules, sensitiveHeaders: sensitiveHeaders.union(names))
+        guard !names.isSubset(of: sensitiveHeaders) else { return self }
+        var redactor = self
+        redactor.sensitiveHeaders.formUnion(names)
+        return redactor
     }
 
     func isSecretHeader(_ name: String) -> Bool {

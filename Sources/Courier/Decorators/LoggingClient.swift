@@ -44,7 +44,7 @@ public final class LoggingClient: NetworkClientProtocol {
 
     private let redactor: LogRedactor
     /// The last base URL logged, redacted once: a client's requests nearly always share one.
-    private let lastBase = Locked<(url: URL, logged: LogRedactor.LoggedBase)?>(nil)
+    private let lastBase = Locked<(key: ObjectIdentifier, logged: LogRedactor.LoggedBase)?>(nil)
     /// Nanoseconds on a monotonic clock; injected by tests.
     private let now: @Sendable () -> UInt64
 
@@ -112,7 +112,11 @@ public final class LoggingClient: NetworkClientProtocol {
     ) {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
-        let redactor = report.map { self.redactor.adding(sensitiveHeaders: $0.sensitiveHeaders) } ?? self.redactor
+        // Header names matter only at debug, where headers are written.
+        let redactor =
+            level == .debug
+            ? report.map { self.redactor.adding(sensitiveHeaders: $0.sensitiveHeaders) } ?? self.redactor
+            : self.redactor
         var requestHeaders: [(name: String, value: String)] = []
         var responseHeaders: [(name: String, value: String)] = []
         var requestBody: String?
@@ -140,16 +144,20 @@ public final class LoggingClient: NetworkClientProtocol {
                 responseSize: data?.count, error: error, requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders, requestBody: requestBody, responseBody: responseBody,
                 tag: request.options.tag, redactor: redactor,
-                base: loggedBase(report?.base?.url ?? request.baseURL, redactor),
+                base: loggedBase(report, request, redactor),
                 path: request.path, queryItems: request.queryItems))
     }
 
-    /// `url` as logged, redacted; the last one is kept, since a client's requests nearly always share one.
-    private func loggedBase(_ url: URL?, _ redactor: LogRedactor) -> LogRedactor.LoggedBase? {
-        guard let url else { return nil }
-        if let last = lastBase.withLock({ $0 }), last.url == url { return last.logged }
-        let logged = redactor.loggedBase(BaseURL(url))
-        lastBase.withLock { $0 = (url, logged) }
+    /// The base URL as logged, redacted: a configuration's is redacted once and kept, since a client's requests
+    /// nearly always share one.
+    private func loggedBase<RequestModel, ResponseModel>(
+        _ report: SendReport?, _ request: NetworkRequest<RequestModel, ResponseModel>, _ redactor: LogRedactor
+    ) -> LogRedactor.LoggedBase? {
+        guard let base = report?.base ?? request.baseURL.map(BaseURL.init) else { return nil }
+        guard let key = report?.baseKey else { return redactor.loggedBase(base) }
+        if let last = lastBase.withLock({ $0 }), last.key == key { return last.logged }
+        let logged = redactor.loggedBase(base)
+        lastBase.withLock { $0 = (key, logged) }
         return logged
     }
 

@@ -276,8 +276,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
             let scope = networkRequest.credentialScope?.headerNames ?? []
             SendReportListener.deliver(
                 SendReport(
-                    url: nil, headers: request.headers, body: request.body,
-                    sensitiveHeaders: Redaction.alwaysSensitiveHeaders.union(scope),
+                    request: nil, unsentHeaders: request.headers, unsentBody: request.body,
+                    configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders, credentialHeaders: scope,
                     base: BaseURL(request.baseURL ?? baseURL),
                     credentialWithheld: credentialWithheld),
                 to: listener)
