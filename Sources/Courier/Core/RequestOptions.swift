@@ -49,7 +49,26 @@ public struct RequestOptions: Sendable, Hashable {
 /// fields before sending to any other origin, and keeps them off redirects to another origin.
 struct CredentialScope: Sendable, Hashable {
     /// Lowercased names of the credential's header fields.
-    var headerNames: Set<String>
+    let headerNames: Set<String>
     /// `scheme://host:port` of the other origins that may receive it.
-    var additionalOrigins: Set<String>
+    let additionalOrigins: Set<String>
+    /// Hashed once: a deduplicated request's key hashes its scope on every call.
+    private let hash: Int
+
+    init(headerNames: Set<String>, additionalOrigins: Set<String>) {
+        self.headerNames = headerNames
+        self.additionalOrigins = additionalOrigins
+        var hasher = Hasher()
+        hasher.combine(headerNames)
+        hasher.combine(additionalOrigins)
+        hash = hasher.finalize()
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
+    }
+
+    static func == (lhs: CredentialScope, rhs: CredentialScope) -> Bool {
+        lhs.hash == rhs.hash && lhs.headerNames == rhs.headerNames && lhs.additionalOrigins == rhs.additionalOrigins
+    }
 }

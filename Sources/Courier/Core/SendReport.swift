@@ -12,14 +12,41 @@ import FoundationNetworking
 // of that call to every waiter's listeners.
 
 /// What the client at the bottom of a stack sent for one attempt of a request.
-struct SendReport: Sendable {
+// A class: it is handed to every listener of a stack and read by each, so it is shared, not copied.
+final class SendReport: Sendable {
     /// The request sent, after the interceptors and with the credential applied or withheld; `nil` when the request
     /// failed before it was built.
-    var request: URLRequest?
+    let request: URLRequest?
     /// The header fields and body to tell when there is no `request`: the request's own (or, for the stub, what it
     /// recorded).
-    var unsentHeaders: [String: String] = [:]
-    var unsentBody: Data?
+    let unsentHeaders: [String: String]
+    let unsentBody: Data?
+    /// The configuration's sensitive headers, lowercased.
+    let configuredSensitiveHeaders: Set<String>
+    /// The credential's header fields, lowercased; empty without one.
+    let credentialHeaders: Set<String>
+    /// The base URL the request was built on (the configuration's, or the request's own override).
+    let base: BaseURL?
+    /// Identifies `base` when it is a configuration's, so that a logger redacts it once: the configuration.
+    let baseKey: ObjectIdentifier?
+    /// Whether an ``AuthenticatingClient``'s credential was removed because the request went to another origin.
+    let credentialWithheld: Bool
+
+    init(
+        request: URLRequest?, unsentHeaders: [String: String] = [:], unsentBody: Data? = nil,
+        configuredSensitiveHeaders: Set<String>, credentialHeaders: Set<String> = [], base: BaseURL?,
+        baseKey: ObjectIdentifier? = nil, credentialWithheld: Bool = false
+    ) {
+        self.request = request
+        self.unsentHeaders = unsentHeaders
+        self.unsentBody = unsentBody
+        self.configuredSensitiveHeaders = configuredSensitiveHeaders
+        self.credentialHeaders = credentialHeaders
+        self.base = base
+        self.baseKey = baseKey
+        self.credentialWithheld = credentialWithheld
+    }
+
     /// The header fields sent. Read only when needed (a debug log line): corelibs builds the dictionary anew.
     var headers: [String: String] { request?.allHTTPHeaderFields ?? unsentHeaders }
     /// The body sent, when it was in memory; `nil` for none or for a body streamed from a file.
@@ -29,16 +56,6 @@ struct SendReport: Sendable {
     var sensitiveHeaders: Set<String> {
         credentialHeaders.isEmpty ? configuredSensitiveHeaders : configuredSensitiveHeaders.union(credentialHeaders)
     }
-    /// The configuration's sensitive headers, lowercased.
-    var configuredSensitiveHeaders: Set<String>
-    /// The credential's header fields, lowercased; empty without one.
-    var credentialHeaders: Set<String> = []
-    /// The base URL the request was built on (the configuration's, or the request's own override).
-    var base: BaseURL?
-    /// Identifies `base` when it is a configuration's, so that a logger redacts it once: the configuration.
-    var baseKey: ObjectIdentifier?
-    /// Whether an ``AuthenticatingClient``'s credential was removed because the request went to another origin.
-    var credentialWithheld = false
 }
 
 /// Receives the ``SendReport`` of the calls made while it is ``current``: the last attempt's report wins.

@@ -40,6 +40,8 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     public let refreshWindow: TimeInterval
 
     private let state = Locked(State())
+    /// The scope of the last credential applied, and the fields it set: the same for every request until it changes.
+    private let lastScope = Locked<(credential: Authenticator.Credential, scope: CredentialScope)?>(nil)
 
     /// Creates an authenticating client.
     /// - Parameters:
@@ -121,14 +123,23 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         _ request: NetworkRequest<RequestModel, ResponseModel>, with credential: Authenticator.Credential
     ) -> NetworkRequest<RequestModel, ResponseModel> {
         var request = request
-        let before = request.additionalHeaders ?? [:]
-        var headers = before
+        var headers = request.additionalHeaders ?? [:]
         authenticator.apply(credential, to: &headers)
-        var names = Set<String>()
-        for (name, value) in headers where before[name] != value { names.insert(name.lowercased()) }
         request.additionalHeaders = headers
-        request.credentialScope = CredentialScope(headerNames: names, additionalOrigins: additionalOrigins)
+        request.credentialScope = scope(of: credential)
         return request
+    }
+
+    /// The fields `credential` sets, found by applying it to no fields, with the allowed origins; kept for the last
+    /// credential.
+    private func scope(of credential: Authenticator.Credential) -> CredentialScope {
+        if let last = lastScope.withLock({ $0 }), last.credential == credential { return last.scope }
+        var fields: [String: String] = [:]
+        authenticator.apply(credential, to: &fields)
+        let scope = CredentialScope(
+            headerNames: Set(fields.keys.map { $0.lowercased() }), additionalOrigins: additionalOrigins)
+        lastScope.withLock { $0 = (credential, scope) }
+        return scope
     }
 
     /// The credential to send again with: the latest renewed one if `rejected` is older, else the outcome of the one

@@ -33,7 +33,9 @@ public struct LogRedaction: Sendable, Hashable {
     /// Parts of names that make any header, query parameter or body field name a secret, matched in the name
     /// lowercased with `-` and `_` removed; ``commonSecretFragments`` by default. Set it to `[]` to redact only the
     /// names in the sets.
-    public var nameFragments: Set<String>
+    public var nameFragments: Set<String> {
+        didSet { nameFragments = Self.folded(nameFragments) }
+    }
 
     /// `apikey`, `passwd`, `password`, `secret`, `token`: the fragments of ``nameFragments`` by default.
     public static let commonSecretFragments: Set<String> = ["apikey", "passwd", "password", "secret", "token"]
@@ -57,15 +59,36 @@ public struct LogRedaction: Sendable, Hashable {
         self.headers = Set(headers.map { $0.lowercased() })
         self.queryParameters = Set(queryParameters.map { $0.lowercased() })
         self.bodyFields = Set(bodyFields.map { $0.lowercased() })
-        self.nameFragments = Set(
-            nameFragments.map { $0.lowercased().filter { $0 != "-" && $0 != "_" } }.filter { !$0.isEmpty })
+        self.nameFragments = Self.folded(nameFragments)
     }
 
-    /// Whether `name` (any case) contains one of ``nameFragments``.
+    /// Whether `name` (any case) contains one of ``nameFragments``, ignoring `-` and `_`. Compared as ASCII bytes on
+    /// the stack: this runs for every query item of every logged request.
     func matchesFragment(_ name: some StringProtocol) -> Bool {
         guard !nameFragments.isEmpty else { return false }
-        let folded = name.lowercased().filter { $0 != "-" && $0 != "_" }
-        return nameFragments.contains { folded.contains($0) }
+        let utf8 = name.utf8
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: utf8.count) { buffer -> Bool in
+            var count = 0
+            for byte in utf8 where byte != UInt8(ascii: "-") && byte != UInt8(ascii: "_") {
+                buffer[count] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                count += 1
+            }
+            for fragment in nameFragments {
+                let fragmentBytes = fragment.utf8
+                let length = fragmentBytes.count
+                guard length > 0, length <= count else { continue }
+                for start in 0...(count - length)
+                where fragmentBytes.elementsEqual(UnsafeBufferPointer(rebasing: buffer[start..<(start + length)])) {
+                    return true
+                }
+            }
+            return false
+        }
+    }
+
+    /// `fragments` lowercased, without `-` and `_`, empty ones left out: as ``matchesFragment(_:)`` compares them.
+    private static func folded(_ fragments: Set<String>) -> Set<String> {
+        Set(fragments.map { $0.lowercased().filter { $0 != "-" && $0 != "_" } }.filter { !$0.isEmpty })
     }
 
     /// Whether a header of this name holds a secret: one of `sensitiveHeaders` (lowercased), ``headers``, the

@@ -86,14 +86,18 @@ public final class LoggingClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         if networkRequest.isLocalQuery { return try await wrapped.run(networkRequest) }
         let start = now()
-        let (result, report) = await SendReportListener.listening { try await wrapped.run(networkRequest) }
-        switch result {
-        case .success(let response):
+        // Written out rather than through SendReportListener.listening: this runs for every request.
+        let listener = SendReportListener(parent: SendReportListener.current)
+        do {
+            let response = try await SendReportListener.$current.withValue(listener) {
+                try await wrapped.run(networkRequest)
+            }
             log(
-                networkRequest, report, start: start, status: response.statusCode,
+                networkRequest, listener.report, start: start, status: response.statusCode,
                 response: response.response as? HTTPURLResponse, data: response.data, error: nil)
             return response
-        case .failure(let error):
+        } catch {
+            let report = listener.report
             switch error {
             case NetworkClientError.unacceptableStatusCode(let status, let response, let data):
                 log(networkRequest, report, start: start, status: status, response: response, data: data, error: error)
