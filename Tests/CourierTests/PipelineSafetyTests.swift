@@ -17,9 +17,10 @@ struct APIKeyAuthenticator: Authenticator {
     func refresh(rejected: String) async throws -> String { key }
 }
 
-/// A renewal that does not return until the test lets it.
+/// A renewal that does not return until the test lets it. It waits without blocking a thread: a blocked thread of
+/// the cooperative pool (two on this machine) stalls every other test running beside it.
 final class StalledRenewal: Sendable {
-    private let gate = Gate()
+    private let released = SharedOutcome<Void>()
     let started = Locked(0)
 
     var authenticator: BearerTokenAuthenticator {
@@ -27,12 +28,12 @@ final class StalledRenewal: Sendable {
             token: { "expired" },
             refresh: { _ in
                 self.started.withLock { $0 += 1 }
-                await Task.detached { _ = self.gate.wait(timeout: 60) }.value
+                try await self.released.value(until: nil)
                 return "fresh"
             })
     }
 
-    func release() { gate.open() }
+    func release() { released.finish(.success(())) }
 }
 
 @Suite("Pipeline safety: request options, credential scope, redaction, what the outbox stores")
