@@ -17,6 +17,17 @@ struct APIKeyAuthenticator: Authenticator {
     func refresh(rejected: String) async throws -> String { key }
 }
 
+/// A test double of the user's own: it answers every request with a 404 and reports nothing.
+struct StubDouble: NetworkClientProtocol {
+    func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        let response = HTTPURLResponse(
+            url: URL(string: "https://double.invalid")!, statusCode: 404, httpVersion: nil, headerFields: [:])!
+        throw NetworkClientError.unacceptableStatusCode(statusCode: 404, response: response, data: Data())
+    }
+}
+
 /// A renewal that does not return until the test lets it. It waits without blocking a thread: a blocked thread of
 /// the cooperative pool (two on this machine) stalls every other test running beside it.
 final class StalledRenewal: Sendable {
@@ -82,6 +93,34 @@ struct PipelineSafetyTests {
         #expect(time.sleeps.isEmpty)
         #expect(log.all.map(\.tag) == ["health"])
         #expect(log.lines.first?.hasPrefix("[health] GET http://127.0.0.1:\(server.port)/once -> 503") == true)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Requests that differ only in their options never share a call")
+    func optionsAreIdentity() async throws {
+        let gate = Gate()
+        let server = try gatedServer(gate, answering: .echo())
+        let client = server.client().deduplicated()
+        let plain = Echo(path: "me", method: .get)
+        let tagged = Echo(path: "me", method: .get, options: RequestOptions(allowsRetry: false))
+        let calls = [plain, tagged].map { request in Task { try await client.run(request) } }
+        #expect(await eventually { server.inProgressRequests == 2 })
+        gate.open()
+        for call in calls { _ = try await call.value }
+        #expect(server.requestCount == 2)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Debug, with no report from below (a test double of your own): only harmless header values are shown")
+    func loggerWithoutReport() async throws {
+        let log = LogCollector()
+        let client = loggingClient(ForwardingClient(wrapped: StubDouble()), level: .debug, to: log)
+        _ = try? await client.run(
+            Echo(path: "x", method: .get, additionalHeaders: ["X-Session": "SESS-1", "Accept": "application/json"]))
+        #expect(!log.everything.contains("SESS-1"))
+        #expect(
+            log.all.first?.requestHeaders.map { "\($0.name): \($0.value)" }
+                == ["Accept: application/json", "X-Session: <redacted>"])
     }
 
     // MARK: Credential scope
@@ -204,7 +243,7 @@ struct PipelineSafetyTests {
         }
         await outbox.close()
         let onDisk = String(decoding: everyByte(under: directory), as: UTF8.self)
-        for secret in ["QT-1", "PW-9", "HK-1", "FP-1", "JS-1"] { #expect(!onDisk.contains(secret)) }
+        for secret in ["QT-1", "PW-9", "HK-1", "FP-1", "JS-1", "BQ-1"] { #expect(!onDisk.contains(secret)) }
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)

@@ -44,7 +44,14 @@ enum Transport: Sendable {
             }
             throw URLError(.httpTooManyRedirects)
         case .callerSession(let session, let redirectGuard):
-            let received = try await session.courierTransfer(request, delegate: redirectGuard)
+            // A credential's own header names join the configured ones for this request's redirects.
+            let guardForRequest =
+                request.sensitiveHeaders.isEmpty
+                ? redirectGuard
+                : redirectGuard.map {
+                    RedirectGuard(sensitiveHeaders: $0.sensitiveHeaders.union(request.sensitiveHeaders))
+                }
+            let received = try await session.courierTransfer(request, delegate: guardForRequest)
             if received.data.count > request.limits.maximumResponseSize {
                 throw NetworkClientError.responseTooLarge(limit: request.limits.maximumResponseSize)
             }

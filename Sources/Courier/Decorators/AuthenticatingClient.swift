@@ -170,7 +170,10 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
             // hands its outcome to the waiters.
             Task { [authenticator, state] in
                 do {
-                    let renewed = try await authenticator.refresh(rejected: rejected)
+                    // Not the rejected caller's listeners: a refresh sent through a Courier client reports to nobody.
+                    let renewed = try await SendReportListener.$current.withValue(nil) {
+                        try await authenticator.refresh(rejected: rejected)
+                    }
                     state.withLock { state in
                         state.generation = generation + 1
                         state.latest = renewed

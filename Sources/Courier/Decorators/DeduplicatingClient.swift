@@ -200,6 +200,9 @@ struct RequestKey: Hashable, Sendable {
         let encoder: ObjectIdentifier?
         /// The credential's scope: the same header under another scope may be sent elsewhere.
         let credentialScope: CredentialScope?
+        /// The request's say: a request that opts out of the credential or of retries must not share a call that
+        /// has them.
+        let options: RequestOptions
     }
 
     private let identity: Identity
@@ -222,7 +225,8 @@ struct RequestKey: Hashable, Sendable {
             downloadDestination: request.downloadDestination,
             requestType: ObjectIdentifier(RequestModel.self),
             responseType: ObjectIdentifier(ResponseModel.self), decoder: request.decoder.map(ObjectIdentifier.init),
-            encoder: request.encoder.map(ObjectIdentifier.init), credentialScope: request.credentialScope)
+            encoder: request.encoder.map(ObjectIdentifier.init), credentialScope: request.credentialScope,
+            options: request.options)
         hash = identity.hashValue
     }
 

@@ -124,6 +124,24 @@ struct LogRedactor: Sendable {
         self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
     }
 
+    /// Whether every header value is redacted except those of ``harmlessHeaders``: when the sensitive names are
+    /// unknown.
+    private(set) var redactsUnknownHeaders = false
+
+    /// Header fields whose values are never secrets: shown even when the configuration's sensitive names are unknown.
+    static let harmlessHeaders: Set<String> = [
+        "accept", "accept-encoding", "accept-language", "cache-control", "content-encoding", "content-length",
+        "content-type", "date", "etag", "idempotency-key", "if-match", "if-modified-since", "if-none-match",
+        "last-modified", "location", "retry-after", "server", "user-agent", "vary",
+    ]
+
+    /// These rules, redacting every header value but those of ``harmlessHeaders``.
+    func showingOnlyHarmlessHeaders() -> LogRedactor {
+        var redactor = self
+        redactor.redactsUnknownHeaders = true
+        return redactor
+    }
+
     /// These rules, also redacting the header names in `names` (lowercased).
     func adding(sensitiveHeaders names: Set<String>) -> LogRedactor {
         guard !names.isSubset(of: sensitiveHeaders) else { return self }
@@ -133,7 +151,8 @@ struct LogRedactor: Sendable {
     }
 
     func isSecretHeader(_ name: String) -> Bool {
-        rules.isSecretHeader(name, sensitiveHeaders: sensitiveHeaders)
+        if redactsUnknownHeaders && !Self.harmlessHeaders.contains(name.lowercased()) { return true }
+        return rules.isSecretHeader(name, sensitiveHeaders: sensitiveHeaders)
     }
 
     func header(name: String, value: String) -> String {

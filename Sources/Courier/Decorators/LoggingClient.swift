@@ -20,7 +20,9 @@ import FoundationNetworking
 /// This holds wherever the logger sits in a stack of decorators, including decorators you write: the client at the
 /// bottom of the stack reports what it sent (the final headers and body, and which header names are secrets) to the
 /// loggers above it through a task-local value, so the logger never has to find the configuration. A request the
-/// bottom client did not report (a test double of your own) is logged from the request itself, with the same rules.
+/// bottom client did not report (a test double of your own, or a call cancelled before it was sent) is logged from the
+/// request itself, and then only the values of headers that are never secrets (`Accept`, `Content-Type`,
+/// `User-Agent` and the like) are shown: the configuration's sensitive names are not known.
 ///
 /// Courier takes no logging dependency: forward entries to swift-log or `os.Logger` in the sink:
 ///
@@ -44,7 +46,7 @@ public final class LoggingClient: NetworkClientProtocol {
 
     private let redactor: LogRedactor
     /// The last base URL logged, redacted once: a client's requests nearly always share one.
-    private let lastBase = Locked<(key: ObjectIdentifier, logged: LogRedactor.LoggedBase)?>(nil)
+    private let lastBase = Locked<(key: ObjectIdentifier, prefix: Substring, logged: LogRedactor.LoggedBase)?>(nil)
     /// Nanoseconds on a monotonic clock; injected by tests.
     private let now: @Sendable () -> UInt64
 
@@ -117,10 +119,15 @@ public final class LoggingClient: NetworkClientProtocol {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
         // Header names matter only at debug, where headers are written.
-        let redactor =
-            level == .debug
-            ? report.map { self.redactor.adding(sensitiveHeaders: $0.sensitiveHeaders) } ?? self.redactor
-            : self.redactor
+        // Without a report (a call that ended before it was sent, or a test double of your own at the bottom) the
+        // configuration's sensitive names are unknown: only header values known to be harmless are shown.
+        var redactor = self.redactor
+        if level == .debug {
+            redactor =
+                report.map { redactor.adding(sensitiveHeaders: $0.sensitiveHeaders) }
+                ?? redactor.showingOnlyHarmlessHeaders()
+            if let scope = request.credentialScope { redactor = redactor.adding(sensitiveHeaders: scope.headerNames) }
+        }
         var requestHeaders: [(name: String, value: String)] = []
         var responseHeaders: [(name: String, value: String)] = []
         var requestBody: String?
@@ -159,9 +166,12 @@ public final class LoggingClient: NetworkClientProtocol {
     ) -> LogRedactor.LoggedBase? {
         guard let base = report?.base ?? request.baseURL.map(BaseURL.init) else { return nil }
         guard let key = report?.baseKey else { return redactor.loggedBase(base) }
-        if let last = lastBase.withLock({ $0 }), last.key == key { return last.logged }
+        // The key alone could be a freed configuration's reused address: the base URL's text must match too.
+        if let last = lastBase.withLock({ $0 }), last.key == key, last.prefix == base.prefixAsGiven {
+            return last.logged
+        }
         let logged = redactor.loggedBase(base)
-        lastBase.withLock { $0 = (key, logged) }
+        lastBase.withLock { $0 = (key, base.prefixAsGiven, logged) }
         return logged
     }
 

@@ -537,8 +537,11 @@ public final class Outbox: Sendable {
             return try await outcome.value(until: nil)
         case .ask(let outcome):
             // Unstructured, so that the asker's cancellation does not leave the others without an answer.
-            let answer = await Task { [client] in await ClientFacts.of(client) }.value
-            facts.withLock { $0 = .known(answer) }
+            let answer = await Task { [client] in
+                await SendReportListener.$current.withValue(nil) { await ClientFacts.of(client) }
+            }.value
+            // A client that could not answer (offline, a gate that refuses everything) is asked again next time.
+            facts.withLock { $0 = answer.map { .known($0) } ?? .unknown }
             outcome.finish(.success(answer))
             return answer
         }
@@ -553,8 +556,14 @@ public final class Outbox: Sendable {
         where secrets.isSecretHeader(name, sensitiveHeaders: sensitive) {
             throw .secretHeader(name: name)
         }
-        if let baseURL = request.baseURL, baseURL.user != nil || baseURL.password != nil {
-            throw .secretValue(name: "user info", location: "the base URL")
+        if let baseURL = request.baseURL {
+            if baseURL.user != nil || baseURL.password != nil {
+                throw .secretValue(name: "user info", location: "the base URL")
+            }
+            let items = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            for item in items where secrets.isSecretQueryParameter(item.name) {
+                throw .secretValue(name: item.name, location: "the base URL's query")
+            }
         }
         for item in request.queryItems ?? [] where secrets.isSecretQueryParameter(item.name) {
             throw .secretValue(name: item.name, location: "the query")
@@ -756,6 +765,9 @@ public final class Outbox: Sendable {
 
     /// Attempts `entry` until it succeeds or fails for good; `nil` when the outbox was paused or closed meanwhile.
     private func send(_ entry: StoredEntry) async -> StoredResult? {
+        // The configuration's sensitive names decide which response headers a stored result keeps: known before the
+        // first result, also for entries left by an earlier run, which no enqueue of this run has asked about.
+        _ = try? await clientFacts()
         while true {
             guard state.withLock({ !$0.closed && !$0.paused }) else { return nil }
             let attempt = state.withLock { state -> Int in
