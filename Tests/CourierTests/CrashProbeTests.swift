@@ -182,7 +182,7 @@ func runProbe(_ scenario: String, arguments: [String] = [], timeLimit: Duration)
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
         process.terminationHandler = { _ in continuation.resume() }
         do {
-            try process.run()
+            try startChild(process)
         } catch {
             process.terminationHandler = nil
             continuation.resume(throwing: error)

@@ -315,7 +315,7 @@ private final class TestPKI {
         process.standardOutput = output
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try startChild(process)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         try #require(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " ")) failed:\n\(text)")
@@ -393,7 +393,7 @@ private final class TLSTestServer {
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try startChild(process)
         // The server prints its port once it listens; an empty read means it exited first.
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {

@@ -54,7 +54,7 @@ struct OutboxCrashTests {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = childLog
             process.standardInput = FileHandle.nullDevice
-            try process.run()
+            try startChild(process)
             return process
         }
 
