@@ -450,8 +450,8 @@ private func callersCode() async -> (Bool, String) {
         : (false, failures.joined(separator: "; "))
 }
 
-/// A value behind a lock, for the probe's callbacks.
-private final class Locked<Value: Sendable>: @unchecked Sendable {
+/// A value behind a lock, for the probe's callbacks and scenarios.
+final class Locked<Value: Sendable>: @unchecked Sendable {
     // `value` is only read or written while `lock` is held.
     private let lock = NSLock()
     private var value: Value

@@ -177,7 +177,7 @@ func declaredLengths() async -> (Bool, String) {
 /// Waits until `expected` distinct calls have received body bytes.
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 private final class Started: Sendable {
-    private let state = ProbeLock<(seen: Set<Int>, waiter: CheckedContinuation<Void, Never>?)>(([], nil))
+    private let state = Locked<(seen: Set<Int>, waiter: CheckedContinuation<Void, Never>?)>(([], nil))
     private let expected: Int
 
     init(expected: Int) {
@@ -203,23 +203,6 @@ private final class Started: Sendable {
             }
             if done { continuation.resume() }
         }
-    }
-}
-
-/// A value under a lock.
-private final class ProbeLock<Value>: @unchecked Sendable {
-    // `value` is only read or written while `lock` is held.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
     }
 }
 

@@ -826,9 +826,11 @@ public final class Outbox: Sendable {
     }
 
     /// Whether a response header is left out of a stored result.
-    private func isSecretResponseHeader(_ name: String) -> Bool {
-        secrets.isSecretHeader(
-            name, sensitiveHeaders: sensitiveHeaders.union(knownFacts?.sensitiveHeaders ?? []))
+    /// The test of whether a response header is left out of a stored result, with the sensitive names gathered once
+    /// per result rather than once per header.
+    private var isSecretResponseHeader: (String) -> Bool {
+        let sensitive = sensitiveHeaders.union(knownFacts?.sensitiveHeaders ?? [])
+        return { [secrets] name in secrets.isSecretHeader(name, sensitiveHeaders: sensitive) }
     }
 
     /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
