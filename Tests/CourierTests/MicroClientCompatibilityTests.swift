@@ -270,7 +270,8 @@ struct MicroClientCompatibilityTests {
         let real = NetworkConfiguration(
             anySession: URLSession.shared, defaultDecoder: JSONDecoder(), defaultEncoder: JSONEncoder(),
             baseURL: URL(string: "https://api.example")!)
-        guard case .sessionDouble = real.transport else { return }
-        Issue.record("a URLSession passed as URLSessionProtocol is used as a session, not as a double")
+        #expect(
+            !(real.transport is URLSessionDoubleTransport),
+            "a URLSession passed as URLSessionProtocol is used as a session, not as a double")
     }
 }

@@ -214,8 +214,8 @@ extension NetworkConfiguration {
                 session: session, defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL)
         } else {
             self.init(
-                sessionDouble: session, defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL
-            )
+                transport: URLSessionDoubleTransport(double: session), defaultDecoder: defaultDecoder,
+                defaultEncoder: defaultEncoder, baseURL: baseURL)
         }
     }
 

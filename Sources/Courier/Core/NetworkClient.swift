@@ -85,30 +85,35 @@ public final class NetworkClient: NetworkClientProtocol {
             mayLeaveOrigin ? keepCredential(networkRequest.credentialScope, to: &request) : false
         if let listener { report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener) }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
-        var transfer = TransferRequest(
-            urlRequest: request, uploadFile: prepared.uploadFile,
-            download: ResponseKinds.isFile(ResponseModel.self)
-                ? DownloadTarget(destination: networkRequest.downloadDestination, acceptableStatusCodes: accepted)
-                : nil,
-            limits: TransferLimits(
-                maximumResponseSize: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
-                deadline: deadline(totalTimeout: networkRequest.totalTimeout)),
-            onProgress: networkRequest.onProgress)
-        if let scope = networkRequest.credentialScope { transfer.sensitiveHeaders = scope.headerNames }
-        let received = try await send(transfer)
-        let (data, response) = (received.data, received.response)
-        guard let httpResponse = response as? HTTPURLResponse else {
-            throw NetworkClientError.invalidResponse(response)
+        var sensitive = configuration.sensitiveHeaders
+        if let scope = networkRequest.credentialScope { sensitive.formUnion(scope.headerNames) }
+        let body: HTTPRequestBody
+        if let file = prepared.uploadFile {
+            body = try HTTPRequestBody.measuring(file)
+        } else {
+            body = request.httpBody.map { .data($0) } ?? .none
         }
+        let destination = networkRequest.downloadDestination
+        let (head, data, exchange) = try await send(
+            OutgoingRequest(request: request, body: body),
+            rules: SendingRules(
+                limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
+                deadline: deadline(totalTimeout: networkRequest.totalTimeout), sensitiveHeaders: sensitive,
+                onProgress: networkRequest.onProgress),
+            sink: { [serial = configuration.serial] request in
+                ResponseKinds.sink(
+                    for: ResponseModel.self, request: &request, destination: destination, acceptable: accepted,
+                    scope: serial)
+            })
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
-        if let file = received.file { return NetworkResponse(value: file as! ResponseModel, response: response) }
-        guard ResponseKinds.accepts(httpResponse.statusCode, accepted) else {
+        if let file = exchange.sinkValue { return NetworkResponse(value: file as! ResponseModel, response: head) }
+        guard ResponseKinds.accepts(head.statusCode, accepted) else {
             throw NetworkClientError.unacceptableStatusCode(
-                statusCode: httpResponse.statusCode, response: Redaction.response(httpResponse), data: data)
+                statusCode: head.statusCode, response: Redaction.response(head), data: data)
         }
         let value = try ResponseKinds.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
-        return NetworkResponse(value: value, response: response, data: data)
+        return NetworkResponse(value: value, response: head, data: data)
     }
 
     /// Answers a ``ClientFacts`` query from the configuration, without sending anything.
@@ -194,17 +199,5 @@ public final class NetworkClient: NetworkClientProtocol {
         let total = totalTimeout.map { min($0, NetworkConfiguration.maximumTimeout) }
         guard let seconds = [total, configuration.resourceTimeout].compactMap({ $0 }).min() else { return nil }
         return .now() + seconds
-    }
-
-    private func send(_ request: TransferRequest) async throws -> ReceivedResponse {
-        do {
-            return try await configuration.transport.send(request)
-        } catch let error as NetworkClientError {
-            throw error
-        } catch {
-            if Task.isCancelled || error is CancellationError { throw CancellationError() }
-            // Redacted here, once: URLError's user info carries the full URL, password and query included.
-            throw NetworkClientError.transportFailed(Redaction.urlError(error, url: request.urlRequest.url))
-        }
     }
 }

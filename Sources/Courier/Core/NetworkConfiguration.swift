@@ -32,8 +32,13 @@ public final class NetworkConfiguration: Sendable {
 
     /// The interceptors and limits, read under one lock acquisition, as each request starts.
     var currentSettings: Settings { settings.withLock { $0 } }
-    /// How requests reach the network.
-    let transport: Transport
+    /// The engine that sends each request: Courier's driven `URLSession` by default, or the transport passed to
+    /// ``init(transport:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``. Courier's rules (size limit,
+    /// deadline, redirects, credentials, redaction) hold above it.
+    public let transport: any HTTPTransport
+    /// A number no other configuration in the process has: the scope of what Courier keeps per configuration (the
+    /// partial bytes of downloads).
+    let serial: UInt64
     /// The session Courier created and must invalidate, if it created one.
     private let ownedSession: URLSession?
     /// The idle timeout to set on requests that have none, when the session's own cannot be handed to URLSession as
@@ -59,6 +64,10 @@ public final class NetworkConfiguration: Sendable {
     func updateSettings(_ update: (inout Settings) -> Void) {
         settings.withLock { update(&$0) }
     }
+
+    /// The most redirects one request follows before it fails with `URLError(.httpTooManyRedirects)`: 20, URLSession's
+    /// own bound. Courier follows 301, 302, 303, 307 and 308 itself, above the transport (see <doc:ThePipeline>).
+    public static let maximumRedirects = 20
 
     /// 100 MiB: the default of ``maximumResponseSize``.
     public static let defaultMaximumResponseSize = 100 * 1024 * 1024
@@ -134,9 +143,10 @@ public final class NetworkConfiguration: Sendable {
         self.baseURL = baseURL
         self.sensitiveHeaders = sensitiveHeaders
         self.base = BaseURL(baseURL)
+        self.serial = Self.nextSerial()
         #if canImport(FoundationNetworking)
         if session.delegate == nil {
-            let derived = Self.drivenTransport(session.configuration, sensitiveHeaders: sensitiveHeaders)
+            let derived = Self.drivenTransport(session.configuration)
             (transport, ownedSession, requestTimeout, resourceTimeout) = (derived.0, derived.0.session, nil, derived.1)
             return
         }
@@ -148,11 +158,7 @@ public final class NetworkConfiguration: Sendable {
             enforcesResourceTimeout
             ? transportTimeout(configuration.timeoutIntervalForResource, fallback: 604_800) : nil
         self.ownedSession = nil
-        #if canImport(FoundationNetworking)
-        self.transport = .callerSession(session, nil)
-        #else
-        self.transport = .callerSession(session, RedirectGuard(sensitiveHeaders: sensitiveHeaders))
-        #endif
+        self.transport = CallerSessionTransport(session: session)
     }
 
     /// Creates a configuration with a session that Courier creates from `sessionConfiguration`, owns, and
@@ -186,9 +192,9 @@ public final class NetworkConfiguration: Sendable {
         sensitiveHeaders: Set<String> = []
     ) {
         let sensitiveHeaders = Self.normalized(sensitiveHeaders)
-        let (transport, resourceTimeout) = Self.drivenTransport(
-            sessionConfiguration, sensitiveHeaders: sensitiveHeaders)
+        let (transport, resourceTimeout) = Self.drivenTransport(sessionConfiguration)
         self.transport = transport
+        self.serial = Self.nextSerial()
         self.session = transport.session
         self.ownedSession = transport.session
         self.requestTimeout = nil
@@ -200,31 +206,57 @@ public final class NetworkConfiguration: Sendable {
         self.base = BaseURL(baseURL)
     }
 
-    /// Creates a configuration whose requests go to a test double of ``URLSessionProtocol`` (MicroClient 0.0.16+);
-    /// ``session`` is `URLSession.shared`, never used.
-    init(
-        sessionDouble: any URLSessionProtocol, defaultDecoder: JSONDecoder, defaultEncoder: JSONEncoder, baseURL: URL
+    /// Creates a configuration whose requests go through `transport`, for example ``InMemoryTransport`` in tests or
+    /// an adapter of another HTTP engine (see <doc:ThePipeline>). Every rule of Courier holds above it: interceptors,
+    /// credentials, redirects (followed by Courier, up to ``maximumRedirects``), the size limit, ``NetworkRequest/
+    /// totalTimeout``, downloads with resume, progress, the status check and decoding. ``session`` is
+    /// `URLSession.shared`, unused.
+    /// - Parameters:
+    ///   - transport: The engine that sends each request.
+    ///   - defaultDecoder: The response decoder; a plain `JSONDecoder()` by default.
+    ///   - defaultEncoder: The body encoder; a plain `JSONEncoder()` by default.
+    ///   - baseURL: The URL request paths are appended to.
+    ///   - sensitiveHeaders: More header names to treat as secrets; empty by default.
+    public init(
+        transport: some HTTPTransport,
+        defaultDecoder: JSONDecoder = JSONDecoder(),
+        defaultEncoder: JSONEncoder = JSONEncoder(),
+        baseURL: URL,
+        sensitiveHeaders: Set<String> = []
     ) {
-        self.transport = .sessionDouble(sessionDouble)
-        self.session = transport.session
+        self.transport = transport
+        self.session = URLSession.shared
         self.ownedSession = nil
         self.requestTimeout = nil
         self.resourceTimeout = nil
         self.defaultDecoder = defaultDecoder
         self.defaultEncoder = defaultEncoder
         self.baseURL = baseURL
-        self.sensitiveHeaders = Redaction.alwaysSensitiveHeaders
+        self.sensitiveHeaders = Self.normalized(sensitiveHeaders)
         self.base = BaseURL(baseURL)
+        self.serial = Self.nextSerial()
     }
 
     /// A session Courier creates from `configuration` and drives, with the resource timeout Courier must enforce.
     private static func drivenTransport(
-        _ configuration: URLSessionConfiguration, sensitiveHeaders: Set<String>
-    ) -> (Transport, TimeInterval?) {
+        _ configuration: URLSessionConfiguration
+    ) -> (DrivenSessionTransport, TimeInterval?) {
         let configuration = ownedSessionConfiguration(configuration)
-        let delegate = SessionDelegate(sensitiveHeaders: sensitiveHeaders)
+        let delegate = SessionDelegate()
         let session = makeDrivenSession(configuration, delegate: delegate)
-        return (.driven(session, delegate), enforcesResourceTimeout ? configuration.timeoutIntervalForResource : nil)
+        return (
+            DrivenSessionTransport(session: session, delegate: delegate),
+            enforcesResourceTimeout ? configuration.timeoutIntervalForResource : nil
+        )
+    }
+
+    private static let serials = Locked<UInt64>(0)
+
+    private static func nextSerial() -> UInt64 {
+        serials.withLock { serial in
+            serial += 1
+            return serial
+        }
     }
 
     deinit {

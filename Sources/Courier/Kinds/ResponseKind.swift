@@ -20,10 +20,21 @@ protocol ResponseKind: Sendable {
     /// What ``StubNetworkClient`` answers for a canned body of an accepted status; ``decoded(from:decoder:)`` by
     /// default.
     static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self
+    /// Where the body goes when it is not held in memory, for one exchange of `request` (which the sink may add to);
+    /// `nil`, memory, by default.
+    static func sink(
+        request: inout URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
+    ) -> (any ResponseBodySink)?
 }
 
 extension ResponseKind {
     static var isFile: Bool { false }
+
+    static func sink(
+        request: inout URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
+    ) -> (any ResponseBodySink)? {
+        nil
+    }
 
     static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self {
         try decoded(from: body, decoder: decoder)
@@ -56,6 +67,15 @@ extension String: ResponseKind {
 /// ``DownloadedFile``: the body is streamed to a file by the transfer; the stub writes a canned body to one.
 extension DownloadedFile: ResponseKind {
     static var isFile: Bool { true }
+
+    /// A ``DownloadSink``: the body goes to a file, and resumes what an earlier run of `request` kept.
+    static func sink(
+        request: inout URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
+    ) -> (any ResponseBodySink)? {
+        DownloadSink.make(
+            for: &request, target: DownloadTarget(destination: destination, acceptableStatusCodes: acceptable),
+            scope: scope)
+    }
 
     static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> DownloadedFile {
         throw .invalidRequest(reason: "a DownloadedFile is written by the transfer, not decoded from memory")
@@ -109,6 +129,15 @@ enum ResponseKinds {
         } catch {
             throw .decodingFailed(underlying: error, data: data)
         }
+    }
+
+    /// The sink of `type`'s body for one exchange of `request`, or `nil` when it is held in memory.
+    static func sink<ResponseModel>(
+        for type: ResponseModel.Type, request: inout URLRequest, destination: URL?, acceptable: Set<Int>?,
+        scope: UInt64
+    ) -> (any ResponseBodySink)? {
+        guard let kind = type as? any ResponseKind.Type else { return nil }
+        return kind.sink(request: &request, destination: destination, acceptable: acceptable, scope: scope)
     }
 
     /// What ``StubNetworkClient`` answers for a canned body of an accepted status.

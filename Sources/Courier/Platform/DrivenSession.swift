@@ -15,37 +15,39 @@ func makeDrivenSession(_ configuration: URLSessionConfiguration, delegate: Sessi
     #endif
 }
 
-/// A task on `session` that sends `request` with the body read from `file`, the body's length when this code, not
-/// URLSession, knows it (for upload progress), and the control of the stream the body is read from (on Linux).
-///
-/// On Linux the body is a ``FileBodyStream`` sent with the file's size as `Content-Length`: a regular file, opened
-/// without blocking and checked here, before the task exists, so that nothing blocks corelibs' shared work queue
-/// later (a FIFO opened there froze every URLSession in the process); it sends exactly that many bytes and fails the
-/// transfer if the file changes size. corelibs frames a stream body as chunked; a `Transfer-Encoding` of one space
-/// makes libcurl drop its own `Transfer-Encoding: chunked` and send no such header at all (a blank custom header only
-/// removes libcurl's; `""` would go out as an empty header, which strict servers reject). corelibs'
-/// `uploadTask(fromFile:)` reads the file with dispatch I/O and, when a read completes, unpauses libcurl's handle even
-/// after the task was cancelled and the handle removed: a `try!` then traps the process
-/// (`_EasyHandle._PauseState.setState`, CURLE_BAD_FUNCTION_ARGUMENT), which cancelling a file upload midway did about
-/// once in 6 runs. A stream is read when libcurl asks for the next piece, on corelibs' work queue, so nothing arrives
-/// after a cancel; a 200 MiB file upload peaks at about the same memory.
-///
-/// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the file is not a regular file or cannot be
-///   opened (on Linux).
-func makeUploadTask(
-    on session: URLSession, _ request: URLRequest, fromFile file: URL
-) throws(NetworkClientError) -> (task: URLSessionTask, length: Int64?, body: FileBodyControl?) {
-    #if canImport(FoundationNetworking)
-    let stream = try FileBodyStream(file: file)
-    var request = request
-    request.httpBodyStream = stream
-    request.setValue(String(stream.length), forHTTPHeaderField: "Content-Length")
-    request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
-    return (session.dataTask(with: request), stream.length, stream.control)
-    #else
-    _ = try FileCheck.readableSize(of: file)
-    return (session.uploadTask(with: request, fromFile: file), nil, nil)
-    #endif
+extension SessionDelegate {
+    /// The task that sends `exchange` on `session`, and the body's length when this code, not URLSession, knows it
+    /// (for upload progress).
+    ///
+    /// On Linux a file body is Courier's ``FileBodyStream`` (``HTTPExchange/makeBodyStream()``) sent with the file's
+    /// size as `Content-Length`: a regular file, opened without blocking and checked here, before the task exists, so
+    /// that nothing blocks corelibs' shared work queue later (a FIFO opened there froze every URLSession in the
+    /// process); it sends exactly that many bytes and fails the exchange if the file changes size. corelibs frames a
+    /// stream body as chunked; a `Transfer-Encoding` of one space makes libcurl drop its own `Transfer-Encoding:
+    /// chunked` and send no such header at all (a blank custom header only removes libcurl's; `""` would go out as an
+    /// empty header, which strict servers reject). corelibs' `uploadTask(fromFile:)` reads the file with dispatch I/O
+    /// and, when a read completes, unpauses libcurl's handle even after the task was cancelled and the handle removed:
+    /// a `try!` then traps the process (`_EasyHandle._PauseState.setState`, CURLE_BAD_FUNCTION_ARGUMENT), which
+    /// cancelling a file upload midway did about once in 6 runs. A stream is read when libcurl asks for the next piece,
+    /// on corelibs' work queue, so nothing arrives after a cancel; a 200 MiB file upload peaks at about the same memory.
+    ///
+    /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the file is not a regular file of the
+    ///   measured size or cannot be opened.
+    func makeTask(on session: URLSession, for exchange: HTTPExchange) throws -> (URLSessionTask, Int64?) {
+        guard case .file(let file, let byteCount) = exchange.body else {
+            return (session.dataTask(with: exchange.request), nil)
+        }
+        #if canImport(FoundationNetworking)
+        _ = file
+        var request = exchange.request
+        request.httpBodyStream = try exchange.makeBodyStream()
+        request.setValue(String(byteCount), forHTTPHeaderField: "Content-Length")
+        request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+        return (session.dataTask(with: request), byteCount)
+        #else
+        return (session.uploadTask(with: exchange.request, fromFile: file), byteCount)
+        #endif
+    }
 }
 
 #if canImport(FoundationNetworking)
@@ -163,7 +165,12 @@ extension SessionDelegate {
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        if challenge.proposedCredential == nil, transfer(task)?.endWithResponse() == true { return }
+        if challenge.proposedCredential == nil, let call = call(task), call.exchange.hasHead {
+            // The 401 and the body so far are the response; the task is cancelled (and its handler never called).
+            call.finish(nil)
+            call.cancelTask()
+            return
+        }
         DispatchQueue.global().async { completionHandler(.performDefaultHandling, nil) }
     }
 }

@@ -55,22 +55,6 @@ struct DownloadTarget: Sendable {
         ResponseKinds.accepts(status, acceptableStatusCodes)
     }
 
-    /// Takes the file URLSession wrote at `location`: for an acceptable status, moves it to the destination; for
-    /// another, reads its first `bodyLimit` bytes as the error's body. `location` is gone afterwards either way.
-    func take(_ location: URL, response: URLResponse, bodyLimit: Int) -> Result<ReceivedResponse, NetworkClientError> {
-        defer { try? FileManager.default.removeItem(at: location) }  // Already moved, unless something failed.
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard accepts(status) else {
-            let handle = try? FileHandle(forReadingFrom: location)
-            let body = (try? handle?.read(upToCount: bodyLimit)) ?? Data()
-            try? handle?.close()
-            return .success(ReceivedResponse(data: body, response: response, file: nil))
-        }
-        return finish(location, response: response).map {
-            ReceivedResponse(data: Data(), response: response, file: $0)
-        }
-    }
-
     /// Where the body is written while it arrives: beside the destination, so that moving it there at the end is a
     /// rename (`.<name>.<UUID>.courier-partial`), or `<caches>/Courier Downloads/Partial/<UUID>.courier-partial` for
     /// the default destination.

@@ -1,0 +1,27 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A MicroClient 0.0.16+ ``URLSessionProtocol`` test double, adapted onto the transport seam: each exchange's request
+/// (interceptors applied) goes to the double's `data(for:delegate:)`, and its answer is the response. Courier's rules
+/// hold above it as for any transport: the size limit, redirects, the deadline. A file upload or a download fails with
+/// ``NetworkClientError/invalidRequest(reason:)``: a double answers in memory.
+struct URLSessionDoubleTransport: HTTPTransport {
+    let double: any URLSessionProtocol
+
+    func send(_ exchange: HTTPExchange) async throws {
+        if case .file = exchange.body {
+            throw NetworkClientError.invalidRequest(
+                reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
+        }
+        if exchange.prefersFileBody {
+            throw NetworkClientError.invalidRequest(
+                reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
+        }
+        let (data, response) = try await double.data(for: exchange.request, delegate: nil)
+        guard let head = response as? HTTPURLResponse else { throw NetworkClientError.invalidResponse(response) }
+        if exchange.receive(head), !data.isEmpty { _ = exchange.receive(data) }
+    }
+}

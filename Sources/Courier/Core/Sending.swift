@@ -1,0 +1,104 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The limits one call is sent under, for every hop of it.
+struct SendingRules: Sendable {
+    /// The most body bytes held in memory.
+    var limit: Int
+    /// When the whole call (every redirect included) must have ended, if ever.
+    var deadline: DispatchTime?
+    /// Lowercased names of the header fields kept off another origin: the configuration's and the credential's.
+    var sensitiveHeaders: Set<String>
+    var onProgress: (@Sendable (TransferProgress) -> Void)?
+}
+
+extension NetworkClient {
+    /// Sends `first` through the configuration's transport and returns the final response: one ``HTTPExchange`` per
+    /// hop, redirects decided by one ``RedirectState``, a download restarted after a stale range without counting as a
+    /// redirect. The deadline and the caller's cancellation stop the exchange in flight, whatever the transport.
+    ///
+    /// - Parameter sink: Makes the sink of a hop's body (a download's file) and may add to its request (`Range`);
+    ///   `nil` keeps the body in memory.
+    /// - Throws: ``NetworkClientError`` (every transport error wrapped in ``NetworkClientError/transportFailed(_:)``
+    ///   with its secrets removed, here and only here), or `CancellationError`.
+    func send(
+        _ first: OutgoingRequest, rules: SendingRules,
+        sink: (inout URLRequest) -> (any ResponseBodySink)?
+    ) async throws -> (HTTPURLResponse, Data, HTTPExchange) {
+        var outgoing = first
+        var redirects = RedirectState(sensitiveHeaders: rules.sensitiveHeaders)
+        let reporter = rules.onProgress.map(ProgressReporter.init)
+        while true {
+            var request = outgoing.request
+            let bodySink = sink(&request)
+            let exchange = HTTPExchange(
+                request: request, body: outgoing.body, limit: rules.limit, sink: bodySink, reporter: reporter)
+            switch try await exchanged(exchange, deadline: rules.deadline) {
+            case .delivered(let head, let data):
+                if let reporter, let last = exchange.finalProgress() {
+                    // The caller hears of the end after the last report.
+                    await withCheckedContinuation { continuation in
+                        reporter.finish(with: last) { continuation.resume() }
+                    }
+                }
+                return (head, data, exchange)
+            case .redirected(let head):
+                do {
+                    outgoing = try redirects.next(after: head, from: outgoing)
+                } catch {
+                    throw Self.wrapped(error, url: outgoing.request.url)
+                }
+            case .restarting(let fresh):
+                outgoing.request = fresh
+            case .cancelled:
+                throw CancellationError()
+            case .timedOut:
+                throw Self.wrapped(Self.timeout, url: outgoing.request.url)
+            case .tooLarge:
+                throw NetworkClientError.responseTooLarge(limit: rules.limit)
+            case .failed(let error):
+                if error is CancellationError { throw error }
+                throw Self.wrapped(error, url: outgoing.request.url)
+            }
+        }
+    }
+
+    /// Runs one exchange on the transport, under the deadline and the caller's cancellation.
+    private func exchanged(
+        _ exchange: HTTPExchange, deadline: DispatchTime?
+    ) async throws -> TransferStateMachine.Outcome {
+        try Task.checkCancellation()
+        if let deadline { DeadlineMonitor.shared.add(exchange, deadline: deadline) }
+        defer { if deadline != nil { DeadlineMonitor.shared.remove(exchange) } }
+        var failure: (any Error)?
+        do {
+            try await withTaskCancellationHandler {
+                try await configuration.transport.send(exchange)
+            } onCancel: {
+                exchange.stop(.cancelled)
+            }
+        } catch {
+            failure = error
+        }
+        return exchange.end(failure)
+    }
+
+    /// The one error of a passed deadline, on every transport.
+    static let timeout = URLError(
+        .timedOut,
+        userInfo: [
+            NSLocalizedDescriptionKey:
+                "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
+        ])
+
+    /// `error` as the caller sees it: a ``NetworkClientError`` as it is, anything else as
+    /// ``NetworkClientError/transportFailed(_:)``, redacted here, once (URLError's user info carries the full URL,
+    /// password and query included).
+    static func wrapped(_ error: any Error, url: URL?) -> any Error {
+        if error is NetworkClientError || error is CancellationError { return error }
+        return NetworkClientError.transportFailed(Redaction.urlError(error, url: url))
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The delegate of every session Courier creates: hands each response head and each piece of the body to its
+/// ``HTTPExchange`` as it arrives (a task created without a completion handler sends its data here and nowhere else:
+/// corelibs keeps no copy), reports upload progress, and follows no redirect (``Redirects`` decides them above the
+/// transport).
+final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    /// The exchanges in flight, by task identifier (unique within the one session this delegate serves).
+    private let calls = Locked([Int: TransportCall]())
+
+    /// Sends `exchange` on `session` (whose delegate is `self`) and returns when it ended or was stopped.
+    func send(_ exchange: HTTPExchange, on session: URLSession) async throws {
+        let (task, uploadLength) = try makeTask(on: session, for: exchange)
+        let call = TransportCall(exchange: exchange, uploadLength: uploadLength)
+        calls.withLock { $0[task.taskIdentifier] = call }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            call.begin(continuation)
+            call.start(task)
+        }
+    }
+
+    func call(_ task: URLSessionTask) -> TransportCall? {
+        calls.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let call = call(dataTask) else { return completionHandler(.allow) }
+        guard let head = response as? HTTPURLResponse else {
+            call.finish(NetworkClientError.invalidResponse(response))
+            call.cancelTask()
+            return completionHandler(.cancel)
+        }
+        let proceeds = call.exchange.receive(head)
+        // corelibs (Swift 6.3) ignores the `.cancel` disposition and would read the body to its end.
+        if !proceeds { call.cancelTask() }
+        completionHandler(proceeds ? .allow : .cancel)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let call = call(dataTask), !call.exchange.receive(data) else { return }
+        call.cancelTask()
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        guard let call = call(task) else { return }
+        let expected = call.uploadLength ?? (totalBytesExpectedToSend >= 0 ? totalBytesExpectedToSend : nil)
+        call.exchange.sent(totalBytesSent, of: expected)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let call = calls.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        call?.finish(error)
+    }
+
+    /// Every redirect ends the task with its 3xx: Courier decides it (``Redirects``) and sends the next request.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}

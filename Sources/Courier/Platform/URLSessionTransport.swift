@@ -1,0 +1,178 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Courier's default transport: a `URLSession` that Courier created and drives with its ``SessionDelegate``, so that
+/// every piece of the body reaches the ``HTTPExchange`` as it arrives and no redirect is followed behind Courier's back.
+struct DrivenSessionTransport: HTTPTransport {
+    let session: URLSession
+    let delegate: SessionDelegate
+
+    func send(_ exchange: HTTPExchange) async throws {
+        try await delegate.send(exchange, on: session)
+    }
+}
+
+/// A caller's session that Courier cannot drive, because the session's own delegate receives the callbacks: each
+/// exchange is a task with a completion handler, whose body reaches the exchange once it is complete (a download's
+/// from the temporary file, in pieces). On Apple platforms a per-task delegate keeps redirects for Courier to decide;
+/// on Linux corelibs ignores per-task delegates and follows them itself.
+struct CallerSessionTransport: HTTPTransport {
+    let session: URLSession
+
+    func send(_ exchange: HTTPExchange) async throws {
+        let stream = try Self.uploadStream(for: exchange)
+        let call = CompletionCall(exchange: exchange)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            call.begin(continuation)
+            let task: URLSessionTask
+            if let stream {
+                var request = exchange.request
+                request.httpBodyStream = stream.stream
+                request.setValue(String(stream.length), forHTTPHeaderField: "Content-Length")
+                request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+                task = session.dataTask(with: request, completionHandler: call.received)
+            } else if case .file(let url, _) = exchange.body {
+                task = session.uploadTask(with: exchange.request, fromFile: url, completionHandler: call.received)
+            } else if exchange.prefersFileBody {
+                task = session.downloadTask(with: exchange.request, completionHandler: call.downloaded)
+            } else {
+                task = session.dataTask(with: exchange.request, completionHandler: call.received)
+            }
+            #if !canImport(FoundationNetworking)
+            task.delegate = KeepRedirects.shared
+            #endif
+            call.start(task)
+        }
+    }
+
+    /// On Linux, a file body is sent from Courier's stream (see `makeUploadTask`); Apple platforms upload the file.
+    private static func uploadStream(for exchange: HTTPExchange) throws -> (stream: InputStream, length: Int64)? {
+        #if canImport(FoundationNetworking)
+        guard case .file(_, let byteCount) = exchange.body else { return nil }
+        return (try exchange.makeBodyStream(), byteCount)
+        #else
+        return nil
+        #endif
+    }
+}
+
+#if !canImport(FoundationNetworking)
+/// The per-task delegate of a caller's session on Apple platforms: leaves every redirect to Courier (see
+/// ``Redirects``); the task ends with the 3xx.
+private final class KeepRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    static let shared = KeepRedirects()
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
+#endif
+
+/// One exchange on a task: resumes its caller once, when the task completes or when Courier stops the exchange (the
+/// caller does not wait for the task to wind down: corelibs processes a cancel only between two reads from the
+/// socket), and cancels the task off the caller's thread.
+final class TransportCall: Sendable {
+    let exchange: HTTPExchange
+    /// The request body's length when the task cannot report it (a stream body on Linux).
+    let uploadLength: Int64?
+
+    private struct State: Sendable {
+        var continuation: CheckedContinuation<Void, any Error>?
+        var task: URLSessionTask?
+        var isDone = false
+    }
+
+    private let state = Locked(State())
+
+    init(exchange: HTTPExchange, uploadLength: Int64? = nil) {
+        self.exchange = exchange
+        self.uploadLength = uploadLength
+    }
+
+    /// Keeps the caller's continuation until the exchange ends.
+    func begin(_ continuation: CheckedContinuation<Void, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    /// Resumes `task`, then lets a stop of the exchange cancel it. A task is resumed even when the exchange already
+    /// stopped: corelibs lets a session go only once each of its tasks ran to its end.
+    func start(_ task: URLSessionTask) {
+        state.withLock { $0.task = task }
+        task.resume()
+        exchange.whenStopped { [self] in
+            finish(nil)
+            cancelTask()
+        }
+    }
+
+    /// Resumes the caller, once: with `error`, or normally.
+    func finish(_ error: (any Error)?) {
+        let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            guard !state.isDone else { return nil }
+            state.isDone = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        guard let continuation else { return }
+        if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+    }
+
+    /// `URLSessionTask.cancel()` waits for the session's work queue, so it never runs on the caller's thread, where a
+    /// cancellation handler may hold the Swift task's status lock, nor on the work queue (see ``DrivenSession``).
+    func cancelTask() {
+        guard let task = state.withLock({ $0.task }) else { return }
+        DispatchQueue.global().async { task.cancel() }
+    }
+}
+
+/// A ``TransportCall`` whose task has a completion handler: the response is handed to the exchange when it is
+/// complete.
+private final class CompletionCall: Sendable {
+    let call: TransportCall
+
+    init(exchange: HTTPExchange) {
+        call = TransportCall(exchange: exchange)
+    }
+
+    func begin(_ continuation: CheckedContinuation<Void, any Error>) { call.begin(continuation) }
+    func start(_ task: URLSessionTask) { call.start(task) }
+
+    var received: @Sendable (Data?, URLResponse?, (any Error)?) -> Void {
+        { [call] data, response, error in
+            if let error { return call.finish(error) }
+            guard let head = response as? HTTPURLResponse else {
+                return call.finish(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+            }
+            if call.exchange.receive(head), let data, !data.isEmpty { _ = call.exchange.receive(data) }
+            call.finish(nil)
+        }
+    }
+
+    /// The body of a download task, read from URLSession's temporary file in pieces (never whole in memory) before
+    /// URLSession deletes it.
+    var downloaded: @Sendable (URL?, URLResponse?, (any Error)?) -> Void {
+        { [call] location, response, error in
+            if let error { return call.finish(error) }
+            guard let head = response as? HTTPURLResponse else {
+                return call.finish(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+            }
+            guard call.exchange.receive(head), let location else { return call.finish(nil) }
+            do {
+                let handle = try FileHandle(forReadingFrom: location)
+                defer { try? handle.close() }
+                while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty {
+                    guard call.exchange.receive(piece) else { break }
+                }
+                call.finish(nil)
+            } catch {
+                call.finish(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The engine under Courier: sends one HTTP request and hands the response, as it arrives, to the ``HTTPExchange``.
+///
+/// Everything Courier promises sits above this seam, so it holds for any transport: the size limit, the total
+/// deadline, cancellation, the redirect rules (which redirects are followed, what they carry, the budget of
+/// ``NetworkConfiguration/maximumRedirects``), downloads to files with resume, progress, redaction and the status
+/// check. A transport only moves bytes:
+///
+/// - It sends ``HTTPExchange/request`` once, with ``HTTPExchange/body``: no redirect followed (a `3xx` is a response
+///   like any other), no retry, no cache of its own.
+/// - It calls ``HTTPExchange/receive(_:)-(HTTPURLResponse)`` with the response head, then
+///   ``HTTPExchange/receive(_:)-(Data)`` with each piece of the body in order (decompressed if the server compressed
+///   it), and returns when the body has ended. Either call returns `false` when Courier needs no more: stop reading
+///   and return.
+/// - It registers ``HTTPExchange/whenStopped(_:)``: Courier stops an exchange when its caller is cancelled, its
+///   deadline passes or its body breaks a rule. The transport then cancels its work and returns promptly (what it
+///   returns or throws then is ignored: the caller gets Courier's reason).
+/// - It throws a `URLError` (or any error) when the exchange fails; Courier wraps it in
+///   ``NetworkClientError/transportFailed(_:)`` and removes the secrets from it.
+///
+/// ``NetworkConfiguration`` uses Courier's driven `URLSession` unless you pass another transport to
+/// ``NetworkConfiguration/init(transport:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``.
+/// ``InMemoryTransport`` answers canned HTTP messages for tests. See <doc:ThePipeline> for an adapter's shape.
+public protocol HTTPTransport: Sendable {
+    /// Sends `exchange.request` once and reports its response to `exchange`.
+    ///
+    /// - Throws: An error when the request cannot be sent or the response does not arrive whole; whatever it throws
+    ///   after ``HTTPExchange/whenStopped(_:)`` ran is ignored.
+    func send(_ exchange: HTTPExchange) async throws
+}
+
+/// The body of a request a transport sends.
+public enum HTTPRequestBody: Sendable, Equatable {
+    /// No body.
+    case none
+    /// These bytes (also in ``HTTPExchange/request``'s `httpBody`).
+    case data(Data)
+    /// The bytes of a regular file, `byteCount` of them: send them as they are read (never all in memory), with
+    /// `Content-Length: byteCount`. ``HTTPExchange/makeBodyStream()`` reads them with Courier's checks.
+    case file(URL, byteCount: Int64)
+}
+
+extension HTTPRequestBody {
+    /// The body of the regular file at `file`, measured now (never opened here: opening a FIFO blocks).
+    ///
+    /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when it is not a readable regular file.
+    static func measuring(_ file: URL) throws(NetworkClientError) -> HTTPRequestBody {
+        .file(file, byteCount: try RegularFile.size(of: file))
+    }
+}
