@@ -17,8 +17,10 @@ enum Redirects {
     }
 
     /// The header fields that describe a body, removed when a redirect drops it (RFC 9110, 15.4).
-    static let bodyHeaders = ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language",
-        "Content-Location", "Transfer-Encoding"]
+    static let bodyHeaders = [
+        "Content-Type", "Content-Length", "Content-Encoding", "Content-Language",
+        "Content-Location", "Transfer-Encoding",
+    ]
 }
 
 /// What one hop sends: the request and its body.
@@ -59,7 +61,9 @@ struct RedirectState: Sendable {
         guard followed <= limit else {
             throw URLError(
                 .httpTooManyRedirects,
-                userInfo: [NSLocalizedDescriptionKey: "more than \(limit) redirects (NetworkConfiguration.maximumRedirects)"])
+                userInfo: [
+                    NSLocalizedDescriptionKey: "more than \(limit) redirects (NetworkConfiguration.maximumRedirects)"
+                ])
         }
         let location = head.value(forHTTPHeaderField: "Location") ?? ""
         let base = head.url ?? sent.request.url
@@ -69,7 +73,8 @@ struct RedirectState: Sendable {
         let scheme = target.scheme?.lowercased() ?? ""
         guard scheme == "http" || scheme == "https" else {
             throw NetworkClientError.redirectRefused(
-                reason: "the server redirected to a \(String(reflecting: scheme)) URL; only http and https are followed")
+                reason: "the server redirected to a \(String(reflecting: scheme)) URL; only http and https are followed"
+            )
         }
         var next = sent
         next.request.url = target
@@ -78,7 +83,8 @@ struct RedirectState: Sendable {
         if keepsBody {
             if sent.request.httpBodyStream != nil {
                 throw NetworkClientError.redirectRefused(
-                    reason: "a \(head.statusCode) redirect must resend the body, and a streamed body cannot be sent again")
+                    reason:
+                        "a \(head.statusCode) redirect must resend the body, and a streamed body cannot be sent again")
             }
         } else if (head.statusCode == 303 && method != "HEAD") || method == "POST" {
             next.request.httpMethod = "GET"
@@ -88,7 +94,8 @@ struct RedirectState: Sendable {
             for name in Redirects.bodyHeaders { next.request.setValue(nil, forHTTPHeaderField: name) }
         }
         if let from = sent.request.url.flatMap(Origin.of), Origin.of(target) != from {
-            for name in (next.request.allHTTPHeaderFields ?? [:]).keys where sensitiveHeaders.contains(name.lowercased()) {
+            for name in (next.request.allHTTPHeaderFields ?? [:]).keys
+            where sensitiveHeaders.contains(name.lowercased()) {
                 next.request.setValue(nil, forHTTPHeaderField: name)
             }
         }

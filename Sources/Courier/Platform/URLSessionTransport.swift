@@ -147,7 +147,8 @@ private final class CompletionCall: Sendable {
         { [call] data, response, error in
             if let error { return call.finish(error) }
             guard let head = response as? HTTPURLResponse else {
-                return call.finish(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+                return call.finish(
+                    response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
             }
             if call.exchange.receive(head), let data, !data.isEmpty { _ = call.exchange.receive(data) }
             call.finish(nil)
@@ -160,7 +161,8 @@ private final class CompletionCall: Sendable {
         { [call] location, response, error in
             if let error { return call.finish(error) }
             guard let head = response as? HTTPURLResponse else {
-                return call.finish(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+                return call.finish(
+                    response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
             }
             guard call.exchange.receive(head), let location else { return call.finish(nil) }
             do {

@@ -145,6 +145,9 @@ struct TransferStateMachine: Sendable {
     private var declaredLength: Int64 = -1
     /// Whether the sink was settled (or handed its work that settles it): it is settled once.
     private var sinkSettled = false
+    /// Set when the exchange ended while the sink's work was running: that work, when it returns, settles the sink
+    /// (keeping its bytes or not).
+    private var settleWhenIdle: Bool?
 
     init(mode: BodyMode, limit: Int, reportsProgress: Bool) {
         self.mode = mode
@@ -215,7 +218,7 @@ struct TransferStateMachine: Sendable {
             sinkSettled = true
             return .settleSink(keep: Self.keepsBytes(reason))
         default:
-            return .ignore
+            return settleAfterEnd()
         }
     }
 
@@ -265,7 +268,7 @@ struct TransferStateMachine: Sendable {
             sinkSettled = true
             return .settleSink(keep: Self.keepsBytes(reason))
         default:
-            return .ignore
+            return settleAfterEnd()
         }
     }
 
@@ -311,9 +314,12 @@ struct TransferStateMachine: Sendable {
             return .outcome(ended)
         case .stopping(let reason, let head, let busy):
             outcome = finish(stoppedBy: reason, head: head)
-            // Busy: the sink's work settles it when it returns.
-            if busy { sinkSettled = true }
             keep = Self.keepsBytes(reason)
+            if busy {
+                // The sink's work settles it when it returns.
+                sinkSettled = true
+                settleWhenIdle = keep
+            }
         case .waitingForHead:
             let error = error ?? Self.outOfOrder("the transport ended without a response head")
             outcome = finish(.failed(error))
@@ -379,6 +385,13 @@ struct TransferStateMachine: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The sink's work returned after the exchange ended: settle it as the end decided, once.
+    private mutating func settleAfterEnd() -> Action {
+        guard let keep = settleWhenIdle else { return .ignore }
+        settleWhenIdle = nil
+        return .settleSink(keep: keep)
+    }
 
     private mutating func finish(_ outcome: Outcome) -> Outcome {
         state = .finished(outcome)
