@@ -107,7 +107,7 @@ struct MicroClientCompatibilityTests {
         #expect(items.contains(URLQueryItem(name: "q", value: "a")))
         #expect(items.count == 2 && !items.isEmpty)
         #expect(items[1].value == nil)
-        #expect(items.first?.name == "q" && items.last?.name == "flag")
+        #expect(items.first?.name == "q" && items?.last?.name == "flag")
         #expect(items.first { $0.name == "flag" } != nil)
         #expect(items.contains { $0.name == "flag" })
         #expect(request.queryItems?.first?.name == "q")
@@ -206,11 +206,11 @@ struct MicroClientCompatibilityTests {
         let server = try failingThenEcho([status(503), status(503)])
         let configuration = server.configuration()
         let entries = Locked<[String]>([])
-        configuration.updateSettings {
-            $0.microClient = MicroClientOptions(
+        configuration.install(
+            MicroClientOptions(
                 retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: 0.01),
-                log: (level: .info, sink: { entry in entries.withLock { $0.append(entry.description) } }))
-        }
+                log: MicroClientOptions.Log(
+                    level: .info, sink: { entry in entries.withLock { $0.append(entry.description) } })))
         let client = NetworkClient(configuration: configuration)
         _ = try await client.run(
             Echo(path: "/get", method: .get, queryItems: [URLQueryItem(name: "api_key", value: "s3cret")]))
@@ -222,14 +222,57 @@ struct MicroClientCompatibilityTests {
 
         let posts = try failingThenEcho([status(503)])
         let postConfiguration = posts.configuration()
-        postConfiguration.updateSettings {
-            $0.microClient = MicroClientOptions(retryPolicy: RetryPolicy(maxAttempts: 3))
-        }
+        postConfiguration.install(MicroClientOptions(retryPolicy: RetryPolicy(maxAttempts: 3)))
         await #expect(throws: NetworkClientError.self) {
             _ = try await NetworkClient(configuration: postConfiguration).run(
                 NetworkRequest<VoidRequest, VoidResponse>(path: "/post", method: .post))
         }
         #expect(posts.requestCount == 1)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "A request's own attempts and response interceptors replace the configuration's, on a plain configuration too; such a request is never shared"
+    )
+    func requestLevelReplacesConfiguration() async throws {
+        let retryNow = status(503, [ServerHeader(name: "Retry-After", value: "0")])
+        // A plain Courier configuration: the request's own attempts are a RetryingClient for it alone.
+        let plain = try failingThenEcho([retryNow, retryNow])
+        var retried = Echo(path: "/get", method: .get)
+        retried.adopt(interceptors: nil, maxAttempts: 3, responseInterceptors: nil)
+        #expect(!retried.options.allowsSharing)
+        _ = try await plain.client().run(retried)
+        #expect(plain.requestCount == 3)
+        _ = try await plain.client().run(Echo(path: "/once", method: .get))
+        #expect(plain.requestCount == 4)
+
+        // A configuration whose stack retries 3 times, logs and has a response interceptor.
+        let server = try failingThenEcho([retryNow, retryNow, retryNow])
+        let configuration = server.configuration()
+        let entries = Locked<[String]>([])
+        let seen = Locked<[String]>([])
+        configuration.install(
+            MicroClientOptions(
+                retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: 0),
+                log: MicroClientOptions.Log(
+                    level: .info, sink: { entry in entries.withLock { $0.append("\(entry)") } }),
+                responseInterceptors: [ResponseRecorder("configured", log: seen)]))
+        let client = NetworkClient(configuration: configuration)
+        // One attempt of its own: no retry, still logged, the configuration's response interceptors.
+        var once = Echo(path: "/once", method: .get)
+        once.adopt(interceptors: nil, maxAttempts: 1, responseInterceptors: nil)
+        await #expect(throws: NetworkClientError.self) { _ = try await client.run(once) }
+        #expect(server.requestCount == 1 && entries.withLock { $0.count } == 1 && seen.withLock { $0.isEmpty })
+        // Its own response interceptors: the configuration's retries (two more 503s, then the echo) and logger.
+        var own = Echo(path: "/own", method: .get)
+        own.adopt(interceptors: nil, maxAttempts: nil, responseInterceptors: [ResponseRecorder("own", log: seen)])
+        _ = try await client.run(own)
+        #expect(server.requestCount == 4 && entries.withLock { $0.count } == 4)
+        #expect(seen.withLock { $0.map { $0.prefix(4) } } == ["own:"])
+        // Neither: the stack the client built once.
+        _ = try await client.run(Echo(path: "/plain", method: .get))
+        #expect(server.requestCount == 5 && entries.withLock { $0.count } == 5)
+        #expect(seen.withLock { $0.last?.hasPrefix("configured:") } == true)
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)

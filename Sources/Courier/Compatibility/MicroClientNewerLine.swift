@@ -5,10 +5,14 @@ import FoundationNetworking
 #endif
 
 // MicroClient 0.0.16–0.0.28: the names SDKs of the newer line use, mapped onto Courier's own mechanisms.
-// - `interceptors` run in order where `asyncInterceptor` runs (see NetworkRequestInterceptor, first-class API).
+// - `interceptors` run in order where `asyncInterceptor` runs: NetworkRequestInterceptor, NetworkConfiguration's and
+//   NetworkRequest's `interceptors` are Courier's own (Core); the ready interceptors are in MicroClientInterceptors.
 // - `RetryStrategy` becomes a RetryPolicy for Courier's RetryingClient: idempotent methods and transient failures
 //   only, with backoff (MicroClient retried every failure of every method at once).
 // - `NetworkLogger` receives the redacted lines of Courier's LoggingClient.
+// - A 0.0.22+ configuration's retry strategy, logger and response interceptors are a stack of those decorators that
+//   each NetworkClient builds once (MicroClientStack, the configuration's client stack); a request's own retry
+//   strategy or response interceptors are its runner (MicroClientRequestRunner), which replaces them for that request.
 // - `URLSessionProtocol` lets a test double stand in for the session, on Linux too.
 // Left out: 0.0.21's `Logger` and `LogLevel` parameter types (Courier's `LogLevel` is another type; 0.0.22 renamed
 // them `NetworkLogger` and `NetworkLogLevel`), and the ready response interceptors (0.0.25+).
@@ -125,79 +129,113 @@ public struct StdoutLogger: NetworkLogger {
     }
 }
 
-// MARK: - What the shims store
+// MARK: - What the shims build
 
 /// Retry, logging and response interceptors of a configuration created with MicroClient 0.0.22+'s initializer.
 struct MicroClientOptions: Sendable {
     /// `nil` or one attempt: no retries.
     var retryPolicy: RetryPolicy?
     /// The logging decorator's level and sink; `nil` without a logger.
-    var log: (level: LogLevel, sink: @Sendable (LogEntry) -> Void)?
+    var log: Log?
     var responseInterceptors: [any NetworkResponseInterceptor] = []
-}
 
-/// What a request created with MicroClient 0.0.22+'s initializer adds; each `nil` means "the configuration's".
-struct MicroClientRequestOptions: Sendable {
-    var interceptors: [any NetworkRequestInterceptor]?
-    var maxAttempts: Int?
-    var responseInterceptors: [any NetworkResponseInterceptor]?
-
-    /// `nil` when nothing was given, so that such a request stays an ordinary one.
-    static func make(
-        interceptors: [any NetworkRequestInterceptor]?, maxAttempts: Int?,
-        responseInterceptors: [any NetworkResponseInterceptor]?
-    ) -> Self? {
-        guard interceptors != nil || maxAttempts != nil || responseInterceptors != nil else { return nil }
-        return Self(interceptors: interceptors, maxAttempts: maxAttempts, responseInterceptors: responseInterceptors)
+    /// What a ``LoggingClient`` is created with (a struct: the compiler crashed passing a tuple with a closure).
+    struct Log: Sendable {
+        let level: LogLevel
+        let sink: @Sendable (LogEntry) -> Void
     }
 }
 
-/// The decorators a MicroClient 0.0.22+ configuration or request asks for, around ``NetworkClient/runDirectly(_:)``:
-/// `RetryingClient(LoggingClient(client))` (every attempt logged), then the response interceptors.
-struct MicroClientPipeline {
-    let retryPolicy: RetryPolicy?
-    let log: (level: LogLevel, sink: @Sendable (LogEntry) -> Void)?
-    let responseInterceptors: [any NetworkResponseInterceptor]
+/// The decorators of a MicroClient 0.0.22+ configuration around a client's core, built once per ``NetworkClient``
+/// (the configuration's client stack): `RetryingClient(LoggingClient(core))`, every attempt logged, then the response
+/// interceptors, in the order the Resilience article recommends.
+struct MicroClientStack: NetworkClientProtocol {
+    let options: MicroClientOptions
+    /// The retrying and logging decorators around the core.
+    let chain: any NetworkClientProtocol
 
-    /// `nil` when neither the configuration nor the request asks for a retry, a logger or a response interceptor.
-    init?<RequestModel, ResponseModel>(
-        options: MicroClientOptions?, request: NetworkRequest<RequestModel, ResponseModel>
-    ) {
-        guard
-            options != nil || request.microClient?.maxAttempts != nil
-                || request.microClient?.responseInterceptors != nil
-        else { return nil }
-        if let maxAttempts = request.microClient?.maxAttempts {
-            retryPolicy = RetryPolicy(maxAttempts: maxAttempts)
-        } else {
-            retryPolicy = options?.retryPolicy
-        }
-        log = options?.log
-        responseInterceptors = request.microClient?.responseInterceptors ?? options?.responseInterceptors ?? []
+    init(options: MicroClientOptions, core: any NetworkClientProtocol) {
+        self.options = options
+        chain = Self.chain(around: core, retryPolicy: options.retryPolicy, log: options.log)
     }
 
-    func run<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>, on client: NetworkClient
-    ) async throws -> NetworkResponse<ResponseModel> {
-        var chain: any NetworkClientProtocol = DirectNetworkClient(client: client)
+    /// `RetryingClient(LoggingClient(core))`, leaving out what is not asked for.
+    static func chain(
+        around core: any NetworkClientProtocol, retryPolicy: RetryPolicy?, log: MicroClientOptions.Log?
+    ) -> any NetworkClientProtocol {
+        var chain = core
         if let log { chain = LoggingClient(wrapping: chain, level: log.level, sink: log.sink) }
         if let retryPolicy, retryPolicy.maxAttempts > 1 { chain = RetryingClient(wrapping: chain, policy: retryPolicy) }
+        return chain
+    }
+
+    /// Runs `request` through `chain`, then `responseInterceptors` in order on the response.
+    static func run<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>, through chain: any NetworkClientProtocol,
+        responseInterceptors: [any NetworkResponseInterceptor]
+    ) async throws -> NetworkResponse<ResponseModel> {
         var response = try await chain.run(request)
         for interceptor in responseInterceptors {
             response = try await interceptor.intercept(response, response.data)
         }
         return response
     }
-}
-
-/// A ``NetworkClient`` seen without its MicroClient pipeline, so that the pipeline's decorators can wrap it.
-struct DirectNetworkClient: NetworkClientProtocol {
-    let client: NetworkClient
 
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        try await client.runDirectly(networkRequest)
+        try await Self.run(networkRequest, through: chain, responseInterceptors: options.responseInterceptors)
+    }
+}
+
+/// How a request created with MicroClient 0.0.18+'s initializers runs when it has a retry strategy or response
+/// interceptors of its own: its maximum attempts replace the configuration's retry policy, its response interceptors
+/// replace the configuration's, and the configuration's logger still logs every attempt.
+struct MicroClientRequestRunner: RequestRunner {
+    /// The request's own attempts; `nil` keeps the configuration's retry policy.
+    let maxAttempts: Int?
+    /// The request's own response interceptors; `nil` keeps the configuration's.
+    let responseInterceptors: [any NetworkResponseInterceptor]?
+
+    func run<RequestModel, ResponseModel>(
+        _ request: NetworkRequest<RequestModel, ResponseModel>, core: any NetworkClientProtocol,
+        stack: (any NetworkClientProtocol)?
+    ) async throws -> NetworkResponse<ResponseModel> {
+        let configured = stack as? MicroClientStack
+        let chain: any NetworkClientProtocol
+        if let maxAttempts {
+            chain = MicroClientStack.chain(
+                around: core, retryPolicy: RetryPolicy(maxAttempts: maxAttempts), log: configured?.options.log)
+        } else {
+            // The configuration's retry policy and logger: the chain it already built, or none.
+            chain = configured?.chain ?? core
+        }
+        return try await MicroClientStack.run(
+            request, through: chain,
+            responseInterceptors: responseInterceptors ?? configured?.options.responseInterceptors ?? [])
+    }
+}
+
+extension NetworkConfiguration {
+    /// Makes every ``NetworkClient`` created on this configuration run its requests through `options`' decorators.
+    func install(_ options: MicroClientOptions) {
+        updateSettings { $0.clientStack = { core in MicroClientStack(options: options, core: core) } }
+    }
+}
+
+extension NetworkRequest {
+    /// Gives the request what MicroClient 0.0.18+'s initializers add; each `nil` means "the configuration's". Such a
+    /// request is never shared by ``DeduplicatingClient``: its closures cannot be compared.
+    mutating func adopt(
+        interceptors: [any NetworkRequestInterceptor]?, maxAttempts: Int?,
+        responseInterceptors: [any NetworkResponseInterceptor]?
+    ) {
+        guard interceptors != nil || maxAttempts != nil || responseInterceptors != nil else { return }
+        self.interceptors = interceptors
+        if maxAttempts != nil || responseInterceptors != nil {
+            runner = MicroClientRequestRunner(maxAttempts: maxAttempts, responseInterceptors: responseInterceptors)
+        }
+        options.allowsSharing = false
     }
 }
 
@@ -275,7 +313,7 @@ extension NetworkConfiguration {
         var options = MicroClientOptions(responseInterceptors: responseInterceptors)
         if retryStrategy.maxAttempts > 1 { options.retryPolicy = RetryPolicy(maxAttempts: retryStrategy.maxAttempts) }
         if let logger {
-            options.log = (
+            options.log = MicroClientOptions.Log(
                 level: logLevel == .debug ? .debug : .info,
                 sink: { entry in
                     let level: NetworkLogLevel = entry.error == nil ? .info : .error
@@ -283,11 +321,8 @@ extension NetworkConfiguration {
                 }
             )
         }
-        let installs = options.retryPolicy != nil || options.log != nil || !responseInterceptors.isEmpty
-        updateSettings {
-            $0.interceptors = interceptors
-            if installs { $0.microClient = options }
-        }
+        self.interceptors = interceptors
+        if options.retryPolicy != nil || options.log != nil || !responseInterceptors.isEmpty { install(options) }
     }
 
     /// Creates a configuration with a synchronous interceptor, as MicroClient 0.0.18–0.0.20 did.
@@ -377,7 +412,7 @@ extension NetworkRequest {
         self.init(
             path: path, method: method, queryItems: queryItems, formItems: formItems, body: body, baseURL: baseURL,
             decoder: decoder, encoder: encoder, additionalHeaders: additionalHeaders)
-        microClient = .make(
+        adopt(
             interceptors: interceptors, maxAttempts: retryStrategy?.maxAttempts,
             responseInterceptors: responseInterceptors)
     }
@@ -412,7 +447,7 @@ extension NetworkRequest {
         self.init(
             path: path, method: method, queryItems: queryItems, formItems: formItems, body: body, baseURL: baseURL,
             decoder: decoder, encoder: encoder, additionalHeaders: additionalHeaders)
-        microClient = .make(interceptors: interceptors, maxAttempts: nil, responseInterceptors: responseInterceptors)
+        adopt(interceptors: interceptors, maxAttempts: nil, responseInterceptors: responseInterceptors)
     }
 
     /// Creates a request with response interceptors of its own, which replace the configuration's for it.
@@ -443,19 +478,17 @@ extension NetworkRequest {
         self.init(
             path: path, method: method, queryItems: queryItems, formItems: formItems, body: body, baseURL: baseURL,
             decoder: decoder, encoder: encoder, additionalHeaders: additionalHeaders)
-        microClient = .make(interceptors: nil, maxAttempts: nil, responseInterceptors: responseInterceptors)
+        adopt(interceptors: nil, maxAttempts: nil, responseInterceptors: responseInterceptors)
     }
 
     /// The request's own retry strategy, `nil` when it uses the configuration's. From MicroClient 0.0.18.
     @available(*, deprecated, message: "MicroClient 0.0.28: Courier's retries are client.retrying(_:)")
     public var retryStrategy: RetryStrategy? {
-        microClient?.maxAttempts.map(RetryStrategy.init(maxAttempts:))
+        (runner as? MicroClientRequestRunner)?.maxAttempts.map(RetryStrategy.init(maxAttempts:))
     }
 
-    /// The request's own interceptors, `nil` when it runs ``NetworkConfiguration/interceptors``. From MicroClient
-    /// 0.0.22.
-    public var interceptors: [any NetworkRequestInterceptor]? { microClient?.interceptors }
-
     /// The request's own response interceptors, `nil` when it runs the configuration's. From MicroClient 0.0.25.
-    public var responseInterceptors: [any NetworkResponseInterceptor]? { microClient?.responseInterceptors }
+    public var responseInterceptors: [any NetworkResponseInterceptor]? {
+        (runner as? MicroClientRequestRunner)?.responseInterceptors
+    }
 }

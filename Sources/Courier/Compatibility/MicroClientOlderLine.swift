@@ -167,8 +167,11 @@ public enum NetworkClientStatus: Sendable, Hashable {
 /// (and Courier) have `[URLQueryItem]?`. Optional chaining (`request.queryItems?.first`) only type-checks on an
 /// optional, so the property stays optional, and these members let 0.0.15+ code read it as an array:
 /// `request.queryItems.contains(item)`, `.count`, `.isEmpty`, `[1]`, also through `let items = request.queryItems`.
-/// `nil` reads as an empty array. Only `Optional<[URLQueryItem]>` gets them; `map`, `filter` and iteration are not
-/// added (`map` would be ambiguous with `Optional.map`): write `(request.queryItems ?? [])` there.
+/// `nil` reads as an empty array. Only `Optional<[URLQueryItem]>` gets them, and only the members SDK tests of 0.0.15+
+/// read (`count`, `isEmpty`, `first`, `first(where:)`, `contains(_:)`, `contains(where:)`, the integer subscript):
+/// every other `[URLQueryItem]?` (`URLComponents.queryItems` too) gets them as well, so there are no more. `last`,
+/// `map`, `filter` and iteration are not added (`map` would be ambiguous with `Optional.map`): write
+/// `(request.queryItems ?? [])` there.
 extension Optional where Wrapped == [URLQueryItem] {
     /// The number of query items; `0` when `nil`. From MicroClient 0.0.15's non-optional `queryItems`.
     public var count: Int { self?.count ?? 0 }
@@ -178,9 +181,6 @@ extension Optional where Wrapped == [URLQueryItem] {
 
     /// The first query item; `nil` when there is none. From MicroClient 0.0.15's non-optional `queryItems`.
     public var first: URLQueryItem? { self?.first }
-
-    /// The last query item; `nil` when there is none. From MicroClient 0.0.15's non-optional `queryItems`.
-    public var last: URLQueryItem? { self?.last }
 
     /// The query item at `position`, which must be below ``count`` (it traps otherwise, like an array).
     /// From MicroClient 0.0.15's non-optional `queryItems`.

@@ -25,11 +25,25 @@ public protocol NetworkClientProtocol: Sendable {
 public final class NetworkClient: NetworkClientProtocol {
     /// The configuration every request runs against.
     public let configuration: NetworkConfiguration
+    /// The decorators the configuration asked for around this client, built once; `nil` (the usual case) runs each
+    /// request directly.
+    private let stack: (any NetworkClientProtocol)?
 
     /// Creates a client.
     /// - Parameter configuration: The session, coders, base URL and interceptors to use.
     public init(configuration: NetworkConfiguration) {
         self.configuration = configuration
+        // The stack wraps a client of its own on the same configuration, without a stack: holding this one would be
+        // a reference cycle.
+        stack = configuration.currentSettings.clientStack.map { makeStack in
+            makeStack(CoreClient(client: NetworkClient(configuration: configuration, stack: nil)))
+        }
+    }
+
+    /// A client with the given stack (none for the core that a stack wraps).
+    private init(configuration: NetworkConfiguration, stack: (any NetworkClientProtocol)?) {
+        self.configuration = configuration
+        self.stack = stack
     }
 
     /// Runs `networkRequest`: builds the `URLRequest`, applies the interceptors, sends it, requires a 2xx status and
@@ -41,15 +55,14 @@ public final class NetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         if networkRequest.isLocalQuery { return try answerFacts() }
-        let settings = configuration.currentSettings
-        // MicroClient 0.0.22+'s retry strategy, logger and response interceptors: Courier's own decorators.
-        if let pipeline = MicroClientPipeline(options: settings.microClient, request: networkRequest) {
-            return try await pipeline.run(networkRequest, on: self)
+        if let runner = networkRequest.runner {
+            return try await runner.run(networkRequest, core: CoreClient(client: self), stack: stack)
         }
-        return try await runDirectly(networkRequest, settings: settings)
+        if let stack { return try await stack.run(networkRequest) }
+        return try await runDirectly(networkRequest)
     }
 
-    /// ``run(_:)`` without the MicroClient 0.0.22+ pipeline: what the pipeline's decorators wrap.
+    /// ``run(_:)`` without the stack or the request's runner: what their decorators wrap (see ``CoreClient``).
     /// - Parameter settings: The settings already read for this call; `nil` reads them.
     func runDirectly<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings? = nil
@@ -70,7 +83,7 @@ public final class NetworkClient: NetworkClientProtocol {
         var request = prepared.urlRequest
         do {
             request = try await intercepted(
-                request, settings, interceptors: networkRequest.microClient?.interceptors ?? settings.interceptors)
+                request, settings, interceptors: networkRequest.interceptors ?? settings.interceptors)
             // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
             try Task.checkCancellation()
         } catch {
@@ -80,7 +93,7 @@ public final class NetworkClient: NetworkClientProtocol {
         // Without a base URL override or an interceptor, the request goes to the configured origin: nothing to check.
         let mayLeaveOrigin =
             networkRequest.baseURL != nil || settings.interceptor != nil || settings.asyncInterceptor != nil
-            || !(networkRequest.microClient?.interceptors ?? settings.interceptors).isEmpty
+            || !(networkRequest.interceptors ?? settings.interceptors).isEmpty
         let credentialWithheld =
             mayLeaveOrigin ? keepCredential(networkRequest.credentialScope, to: &request) : false
         if let listener { report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener) }

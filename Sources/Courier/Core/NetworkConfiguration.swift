@@ -55,9 +55,9 @@ public final class NetworkConfiguration: Sendable {
         var acceptableStatusCodes: Set<Int>?
         /// ``NetworkConfiguration/interceptors``: run in order after `asyncInterceptor`.
         var interceptors: [any NetworkRequestInterceptor] = []
-        /// Retry, logging and response interceptors of a configuration created with MicroClient 0.0.22+'s
-        /// initializer; `nil` otherwise.
-        var microClient: MicroClientOptions?
+        /// Decorators a configuration initializer puts around every ``NetworkClient`` created on it: called once, when
+        /// the client is created, with the client's core (``CoreClient``); `nil` (no stack) otherwise.
+        var clientStack: (@Sendable (_ core: any NetworkClientProtocol) -> any NetworkClientProtocol)?
     }
 
     /// Changes the settings under the lock (the compatibility initializers and ``interceptors``).

@@ -136,9 +136,12 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// The credential an ``AuthenticatingClient`` put on the request, for the client at the bottom to keep to its
     /// origins; `nil` when none did.
     var credentialScope: CredentialScope?
-    /// The interceptors, retry strategy and response interceptors of MicroClient 0.0.22+'s initializer; `nil`
-    /// otherwise.
-    var microClient: MicroClientRequestOptions?
+    /// The request's own interceptors, which run in place of ``NetworkConfiguration/interceptors`` for it, in order;
+    /// `nil` (the default) runs the configuration's. Set by the initializers that take `interceptors:`.
+    public internal(set) var interceptors: [any NetworkRequestInterceptor]?
+    /// Runs the request in place of the stack its client's configuration built (see ``RequestRunner``); `nil` (the
+    /// default) leaves it to the client. Set by the initializers that give a request a way of running of its own.
+    var runner: (any RequestRunner)?
 
     /// Creates a request.
     /// - Parameters:

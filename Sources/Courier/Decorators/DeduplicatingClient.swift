@@ -54,11 +54,11 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        // A request with interceptors, a retry strategy or response interceptors of its own (MicroClient 0.0.22+'s
-        // initializer) is never shared: they are closures, so two such requests cannot be known to be the same.
-        // Nor is a request that opts out (RequestOptions.allowsSharing) or never leaves the process.
-        guard sharedMethods.contains(networkRequest.method), networkRequest.microClient == nil,
-            networkRequest.options.allowsSharing, !networkRequest.isLocalQuery
+        // A request that opts out (RequestOptions.allowsSharing) is sent on its own: so is one with interceptors, a
+        // retry strategy or response interceptors of its own, whose initializers opt out, since two such requests
+        // cannot be known to be the same. Nor is a request that never leaves the process shared.
+        guard sharedMethods.contains(networkRequest.method), networkRequest.options.allowsSharing,
+            !networkRequest.isLocalQuery
         else {
             return try await wrapped.run(networkRequest)
         }

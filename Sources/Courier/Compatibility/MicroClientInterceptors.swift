@@ -4,35 +4,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Something that modifies each `URLRequest` right before it is sent, and may suspend or throw: a value you can name,
-/// test and put in an array, where ``NetworkConfiguration/asyncInterceptor`` is one closure.
-///
-/// Set them on ``NetworkConfiguration/interceptors``; they run in order after ``NetworkConfiguration/interceptor``
-/// and ``NetworkConfiguration/asyncInterceptor``, with the same rules: a thrown error fails the request with
-/// ``NetworkClientError/interceptorFailed(underlying:)`` and nothing is sent (`CancellationError` stays
-/// `CancellationError`), and the headers they set are validated like the request's own. From MicroClient 0.0.22.
-///
-/// ```swift
-/// configuration.interceptors = [
-///     BearerAuthorizationInterceptor { await tokens.current },
-///     UserAgentInterceptor(appName: "Reader", version: "2.1"),
-/// ]
-/// ```
-public protocol NetworkRequestInterceptor: Sendable {
-    /// Returns `request`, modified.
-    /// - Throws: Any error, to fail the request before anything is sent.
-    func intercept(_ request: URLRequest) async throws -> URLRequest
-}
-
-extension NetworkConfiguration {
-    /// Interceptors that run in order on every request, after ``interceptor`` and ``asyncInterceptor``; empty by
-    /// default. A request created with its own `interceptors:` runs those instead. Setting it affects the next
-    /// request, including on clients already created.
-    public var interceptors: [any NetworkRequestInterceptor] {
-        get { currentSettings.interceptors }
-        set { updateSettings { $0.interceptors = newValue } }
-    }
-}
+// MicroClient 0.0.22–0.0.28's ready request interceptors: NetworkRequestInterceptor values (Courier's own protocol,
+// in Core) that set one header or the timeout. New code prefers asyncInterceptor, authenticated(by:alsoFor:) for a
+// credential, and NetworkRequest.timeoutInterval.
 
 /// Sets `Authorization: Bearer <token>` with a token asked for on every request; leaves the request unchanged when
 /// the provider returns `nil`. From MicroClient 0.0.22. For a token that must be refreshed on a 401, prefer
