@@ -39,8 +39,6 @@ public final class NetworkConfiguration: Sendable {
     /// A number no other configuration in the process has: the scope of what Courier keeps per configuration (the
     /// partial bytes of downloads).
     let serial: UInt64
-    /// The session Courier created and must invalidate, if it created one.
-    private let ownedSession: URLSession?
     /// The idle timeout to set on requests that have none, when the session's own cannot be handed to URLSession as
     /// it is (a caller's session with a NaN, infinite, huge or fractional timeout on Linux); `nil` otherwise.
     let requestTimeout: TimeInterval?
@@ -147,7 +145,7 @@ public final class NetworkConfiguration: Sendable {
         #if canImport(FoundationNetworking)
         if session.delegate == nil {
             let derived = Self.drivenTransport(session.configuration)
-            (transport, ownedSession, requestTimeout, resourceTimeout) = (derived.0, derived.0.session, nil, derived.1)
+            (transport, requestTimeout, resourceTimeout) = (derived.0, nil, derived.1)
             return
         }
         #endif
@@ -157,7 +155,6 @@ public final class NetworkConfiguration: Sendable {
         self.resourceTimeout =
             enforcesResourceTimeout
             ? transportTimeout(configuration.timeoutIntervalForResource, fallback: 604_800) : nil
-        self.ownedSession = nil
         self.transport = CallerSessionTransport(session: session)
     }
 
@@ -196,7 +193,6 @@ public final class NetworkConfiguration: Sendable {
         self.transport = transport
         self.serial = Self.nextSerial()
         self.session = transport.session
-        self.ownedSession = transport.session
         self.requestTimeout = nil
         self.resourceTimeout = resourceTimeout
         self.defaultDecoder = defaultDecoder
@@ -208,8 +204,8 @@ public final class NetworkConfiguration: Sendable {
 
     /// Creates a configuration whose requests go through `transport`, for example ``InMemoryTransport`` in tests or
     /// an adapter of another HTTP engine (see <doc:ThePipeline>). Every rule of Courier holds above it: interceptors,
-    /// credentials, redirects (followed by Courier, up to ``maximumRedirects``), the size limit, ``NetworkRequest/
-    /// totalTimeout``, downloads with resume, progress, the status check and decoding. ``session`` is
+    /// credentials, redirects (followed by Courier, up to ``maximumRedirects``), the size limit,
+    /// ``NetworkRequest/totalTimeout``, downloads with resume, progress, the status check and decoding. ``session`` is
     /// `URLSession.shared`, unused.
     /// - Parameters:
     ///   - transport: The engine that sends each request.
@@ -226,7 +222,6 @@ public final class NetworkConfiguration: Sendable {
     ) {
         self.transport = transport
         self.session = URLSession.shared
-        self.ownedSession = nil
         self.requestTimeout = nil
         self.resourceTimeout = nil
         self.defaultDecoder = defaultDecoder
@@ -257,11 +252,6 @@ public final class NetworkConfiguration: Sendable {
             serial += 1
             return serial
         }
-    }
-
-    deinit {
-        // Lets requests in flight finish, then breaks the session's strong reference to its delegate.
-        ownedSession?.finishTasksAndInvalidate()
     }
 
     private static func normalized(_ names: Set<String>) -> Set<String> {

@@ -6,9 +6,21 @@ import FoundationNetworking
 
 /// Courier's default transport: a `URLSession` that Courier created and drives with its ``SessionDelegate``, so that
 /// every piece of the body reaches the ``HTTPExchange`` as it arrives and no redirect is followed behind Courier's back.
-struct DrivenSessionTransport: HTTPTransport {
+///
+/// It owns the session: when the last holder (the configuration, or a transport that wraps this one) lets it go, the
+/// requests in flight finish and the session is invalidated, which breaks its strong reference to the delegate.
+final class DrivenSessionTransport: HTTPTransport {
     let session: URLSession
     let delegate: SessionDelegate
+
+    init(session: URLSession, delegate: SessionDelegate) {
+        self.session = session
+        self.delegate = delegate
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
 
     func send(_ exchange: HTTPExchange) async throws {
         try await delegate.send(exchange, on: session)

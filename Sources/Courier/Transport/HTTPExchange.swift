@@ -23,7 +23,7 @@ protocol ResponseBodySink: Sendable {
 /// One request on its way through an ``HTTPTransport``: what to send, and where the transport reports the response.
 ///
 /// Courier creates an exchange for every request it sends (and for every redirect it follows) and keeps its rules
-/// here: the response head and each piece of the body pass through ``TransferStateMachine``, which holds the body to
+/// here: the response head and each piece of the body pass through its state machine, which holds the body to
 /// the size limit, writes a download's file, follows no redirect on its own and ends the exchange when the caller is
 /// cancelled or the deadline passes. A transport reads ``request`` and ``body``, and reports with
 /// ``receive(_:)-(HTTPURLResponse)``, ``receive(_:)-(Data)`` and ``sent(_:of:)``, from any thread, one call at a time.
