@@ -373,6 +373,40 @@ struct DownloadResumeTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A restart after a stale range is not a redirect: 20 redirects after it are still followed")
+    func restartIsNotARedirect() async throws {
+        try await MemoryHeavyTests.exclusively {
+            let folder = try Self.scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            // The kept bytes, then a 416 (restart), then 20 redirects: the budget is exactly 20.
+            var answers: [@Sendable (ServerRequest) -> ServerResponse] = [
+                { _ in Self.cutOff(after: 1_000_000) },
+                { _ in .respond(status: 416, headers: [ServerHeader(name: "Content-Range", value: "bytes */10")]) },
+            ]
+            for hop in 1...20 {
+                answers.append { _ in
+                    .respond(status: 302, headers: [ServerHeader(name: "Location", value: "/hop/\(hop)")])
+                }
+            }
+            answers.append { _ in .stream(status: 200, headers: Self.resumable, length: Self.size) }
+            let script = Script(answers)
+            let client = try script.client()
+            let request = Self.download(to: folder)
+
+            _ = try? await client.run(request)
+            let response = try await client.run(request)
+
+            let requests = script.requests.withLock { $0 }
+            #expect(requests.count == 23)
+            #expect(requests[1].header("Range") == "bytes=1000000-")
+            #expect(requests[2].header("Range") == nil)
+            #expect(requests.last?.path == "/hop/20")
+            #expect(response.statusCode == 200)
+            #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test(
         "A 206 that does not continue the kept bytes (another range, another ETag, too short) starts over at once",
         arguments: [
