@@ -36,7 +36,7 @@ extension NetworkClient {
             let bodySink = sink(&request)
             let exchange = HTTPExchange(
                 request: request, body: outgoing.body, limit: rules.limit, sink: bodySink, reporter: reporter)
-            switch try await exchanged(exchange, deadline: rules.deadline) {
+            switch await exchanged(exchange, deadline: rules.deadline) {
             case .delivered(let head, let data):
                 if let reporter, let last = exchange.finalProgress() {
                     // The caller hears of the end after the last report.
@@ -69,8 +69,12 @@ extension NetworkClient {
     /// Runs one exchange on the transport, under the deadline and the caller's cancellation.
     private func exchanged(
         _ exchange: HTTPExchange, deadline: DispatchTime?
-    ) async throws -> TransferStateMachine.Outcome {
-        try Task.checkCancellation()
+    ) async -> TransferStateMachine.Outcome {
+        if Task.isCancelled {
+            // Nothing is sent; the exchange still ends, so that a download's kept bytes are settled.
+            exchange.stop(.cancelled)
+            return exchange.end(nil)
+        }
         if let deadline { DeadlineMonitor.shared.add(exchange, deadline: deadline) }
         defer { if deadline != nil { DeadlineMonitor.shared.remove(exchange) } }
         var failure: (any Error)?

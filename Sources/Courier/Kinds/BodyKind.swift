@@ -100,7 +100,7 @@ extension FileUpload: RequestBodyKind {
     func encodedForSending(
         with encoder: JSONEncoder, totalTimeout: TimeInterval?
     ) throws(NetworkClientError) -> (EncodedBody, contentType: String) {
-        _ = try FileCheck.readableSize(of: url)
+        _ = try RegularFile.size(of: url)
         return (.file(url), effectiveContentType)
     }
 

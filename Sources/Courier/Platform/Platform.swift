@@ -7,14 +7,6 @@ import Foundation
 @_exported import FoundationNetworking
 #endif
 
-/// Whether URLSession resends an empty body when it follows a 307 or 308 redirect (corelibs does), so that Courier
-/// must send the redirected request itself.
-#if canImport(FoundationNetworking)
-let redirectsDropBodies = true
-#else
-let redirectsDropBodies = false
-#endif
-
 /// Whether URLSession can send to an IPv6 literal host (`http://[::1]:8080`). corelibs compares the host it reads
 /// (`::1`) with libcurl's (`[::1]`), finds them different and fails every such request with `badURL`.
 #if canImport(FoundationNetworking)

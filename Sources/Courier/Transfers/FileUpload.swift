@@ -46,14 +46,3 @@ enum MediaType {
         byExtension[pathExtension.lowercased()] ?? "application/octet-stream"
     }
 }
-
-/// Checks that a file exists and can be read, and returns its size.
-enum FileCheck {
-    /// The size of the regular file at `url`, checked with `stat` (never opened): see ``RegularFile/size(of:)``.
-    ///
-    /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when it does not exist, is not a regular file
-    ///   (a directory, FIFO, device or socket) or cannot be read.
-    static func readableSize(of url: URL) throws(NetworkClientError) -> Int64 {
-        try RegularFile.size(of: url)
-    }
-}

@@ -117,7 +117,7 @@ public struct MultipartFormData: Encodable, Sendable {
         var fileSizes: [Int64] = []
         for part in parts {
             if case .file(let url) = part.content {
-                let fileSize = try FileCheck.readableSize(of: url)
+                let fileSize = try RegularFile.size(of: url)
                 fileSizes.append(fileSize)
                 size += fileSize
             }

@@ -155,11 +155,6 @@ final class FileBodyControl: Sendable {
         state.withLock { $0.failureHandler = handler }
     }
 
-    /// Why the stream failed (the file changed size or could not be read), if it did.
-    var failure: NetworkClientError? {
-        state.withLock { $0.failure }
-    }
-
     /// Ends the body: the next read fails, so that libcurl aborts the request rather than send it short.
     func stop() {
         state.withLock { $0.isStopped = true }
