@@ -148,6 +148,22 @@ struct TransferStateMachineTests {
         #expect(describe(machine.transportEnded(URLError(.cancelled))) == "redirected(307)")
     }
 
+    @Test("A redirect head that replaces an earlier head (a resend after a 401) is a redirect; one during a write fails")
+    func redirectReplacingHead() {
+        var memory = Self.memory()
+        _ = memory.receivedHead(Self.head(401))
+        _ = memory.receivedBody(Self.bytes(3))
+        #expect(describe(memory.receivedHead(Self.head(302, ["Location": "/next"]))) == "proceed")
+        #expect(describe(memory.transportEnded(nil)) == "redirected(302)")
+        var idle = Self.writingSink()
+        #expect(describe(idle.receivedHead(Self.head(302, ["Location": "/next"]))) == "proceed")
+        var busy = Self.writingSink()
+        _ = busy.receivedBody(Self.bytes(3))
+        #expect(describe(busy.receivedHead(Self.head(302, ["Location": "/next"]))) == "stop")
+        #expect(describe(busy.transportEnded(nil)) == "failed(-1011)")
+        #expect(describe(busy.wrote(nil, bytesWritten: 3)) == "settle(keep: false)")
+    }
+
     @Test("A redirect that arrives after a stop is ignored: the stop's outcome stands")
     func redirectAfterStop() {
         var machine = Self.memory()

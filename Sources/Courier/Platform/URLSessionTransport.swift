@@ -60,7 +60,7 @@ struct CallerSessionTransport: HTTPTransport {
         }
     }
 
-    /// On Linux, a file body is sent from Courier's stream (see `makeUploadTask`); Apple platforms upload the file.
+    /// On Linux, a file body is sent from Courier's stream (see `SessionDelegate.makeTask(on:for:)`); Apple platforms upload the file.
     private static func uploadStream(for exchange: HTTPExchange) throws -> (stream: InputStream, length: Int64)? {
         #if canImport(FoundationNetworking)
         guard case .file(_, let byteCount) = exchange.body else { return nil }
