@@ -148,7 +148,8 @@ struct TransferStateMachineTests {
         #expect(describe(machine.transportEnded(URLError(.cancelled))) == "redirected(307)")
     }
 
-    @Test("A redirect head that replaces an earlier head (a resend after a 401) is a redirect; one during a write fails")
+    @Test(
+        "A redirect head that replaces an earlier head (a resend after a 401) is a redirect; one during a write fails")
     func redirectReplacingHead() {
         var memory = Self.memory()
         _ = memory.receivedHead(Self.head(401))
