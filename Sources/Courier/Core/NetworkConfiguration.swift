@@ -245,6 +245,10 @@ public final class NetworkConfiguration: Sendable {
         )
     }
 
+    deinit {
+        ResponseKinds.configurationReleased(serial)
+    }
+
     private static let serials = Locked<UInt64>(0)
 
     private static func nextSerial() -> UInt64 {

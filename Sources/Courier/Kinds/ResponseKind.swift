@@ -140,6 +140,11 @@ enum ResponseKinds {
         return kind.sink(request: &request, destination: destination, acceptable: acceptable, scope: scope)
     }
 
+    /// A configuration was released: what the kinds kept for it (a download's partial bytes) is deleted.
+    static func configurationReleased(_ scope: UInt64) {
+        DownloadSink.configurationReleased(scope)
+    }
+
     /// What ``StubNetworkClient`` answers for a canned body of an accepted status.
     static func stubbed<ResponseModel: Decodable>(
         _ type: ResponseModel.Type, body: Data, decoder: JSONDecoder, destination: URL?

@@ -16,32 +16,42 @@ struct DownloadSink: ResponseBodySink {
     let target: DownloadTarget
     /// The request as sent: with `Range` and `If-Range` when it resumes.
     let request: URLRequest
-    /// The request's key among the kept downloads, and the store; `nil` for a request that cannot be resumed.
+    /// The request's key among the kept downloads; `nil` for a request that cannot be resumed.
     let key: String?
+    /// The serial number of the configuration the download runs on: kept bytes are its own.
+    let scope: UInt64
     /// The bytes this run continues, until the head says whether it does.
     private var partial: PartialDownload?
     private var writer: DownloadWriter?
 
-    /// The kept partial downloads of every configuration, by ``NetworkConfiguration``'s serial number and request.
+    /// The kept partial downloads of every configuration.
     static let store = PartialDownloads()
 
-    private init(target: DownloadTarget, request: URLRequest, key: String?, partial: PartialDownload?) {
+    /// Deletes what the configuration numbered `scope` kept: it was released.
+    static func configurationReleased(_ scope: UInt64) {
+        store.drop(scope: scope)
+    }
+
+    private init(
+        target: DownloadTarget, request: URLRequest, key: String?, scope: UInt64, partial: PartialDownload?
+    ) {
         self.target = target
         self.request = request
         self.key = key
+        self.scope = scope
         self.partial = partial
     }
 
     /// The sink for a download of `request` on the configuration numbered `scope`; adds `Range` and `If-Range` to
     /// `request` when an earlier run kept bytes of it.
     static func make(for request: inout URLRequest, target: DownloadTarget, scope: UInt64) -> DownloadSink {
-        let key = PartialDownloads.key(for: request, destination: target.destination).map { "\(scope)\n\($0)" }
-        let partial = key.flatMap(store.take)
+        let key = PartialDownloads.key(for: request, destination: target.destination)
+        let partial = key.flatMap { store.take($0, scope: scope) }
         if let partial {
             request.setValue("bytes=\(partial.length)-", forHTTPHeaderField: "Range")
             request.setValue(partial.validator, forHTTPHeaderField: "If-Range")
         }
-        return DownloadSink(target: target, request: request, key: key, partial: partial)
+        return DownloadSink(target: target, request: request, key: key, scope: scope, partial: partial)
     }
 
     mutating func open(for head: HTTPURLResponse) -> TransferStateMachine.SinkOpening {
@@ -119,7 +129,7 @@ struct DownloadSink: ResponseBodySink {
         } else if let partial, FileManager.default.fileExists(atPath: partial.file.path) {
             // The bytes this run was to continue, never reached (it ended before its head, or with an error status).
             if keep, let key {
-                Self.store.keep(partial, for: key)
+                Self.store.keep(partial, for: key, scope: scope)
             } else {
                 try? FileManager.default.removeItem(at: partial.file)
             }
@@ -128,6 +138,6 @@ struct DownloadSink: ResponseBodySink {
 
     private func keep(_ writer: DownloadWriter) {
         guard let key else { return writer.discard() }
-        if let kept = writer.keep() { Self.store.keep(kept, for: key) }  // `keep()` deletes bytes it cannot resume.
+        if let kept = writer.keep() { Self.store.keep(kept, for: key, scope: scope) }  // `keep()` deletes bytes it cannot resume.
     }
 }

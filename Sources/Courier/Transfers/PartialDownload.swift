@@ -70,15 +70,15 @@ struct PartialDownload: Sendable {
     }
 }
 
-/// The partial downloads of one session, by request, until a later run of the same request resumes them or the
-/// session goes away (the files are then deleted). In memory only: a download is resumed within the life of its
-/// ``NetworkConfiguration``, not after the process restarts.
+/// The partial downloads of every configuration, by configuration and request, until a later run of the same request
+/// on the same configuration resumes them or the configuration is released (the files are then deleted). In memory
+/// only: a download is resumed within the life of its ``NetworkConfiguration``, not after the process restarts.
 final class PartialDownloads: Sendable {
-    /// The most partial files kept; the oldest is deleted first.
+    /// The most partial files kept per configuration; the oldest is deleted first.
     static let capacity = 16
 
-    /// The kept partial downloads, oldest first, by key.
-    private let kept = Locked([(key: String, partial: PartialDownload)]())
+    /// The kept partial downloads, oldest first, by configuration (its serial number) and key.
+    private let kept = Locked([(scope: UInt64, key: String, partial: PartialDownload)]())
 
     /// How old a file in `<caches>/Courier Downloads/Partial` must be for ``sweepStalePartials()`` to delete it: a day.
     static let staleAge: TimeInterval = 86_400
@@ -116,10 +116,11 @@ final class PartialDownloads: Sendable {
         return url.absoluteString + "\n" + (destination?.standardizedFileURL.path ?? "")
     }
 
-    /// Takes the partial download kept for `key`, if its file still has the bytes it had.
-    func take(_ key: String) -> PartialDownload? {
+    /// Takes the partial download kept for `key` on the configuration numbered `scope`, if its file still has the
+    /// bytes it had.
+    func take(_ key: String, scope: UInt64) -> PartialDownload? {
         let partial = kept.withLock { kept -> PartialDownload? in
-            guard let index = kept.firstIndex(where: { $0.key == key }) else { return nil }
+            guard let index = kept.firstIndex(where: { $0.scope == scope && $0.key == key }) else { return nil }
             return kept.remove(at: index).partial
         }
         guard let partial else { return nil }
@@ -132,16 +133,30 @@ final class PartialDownloads: Sendable {
         return partial
     }
 
-    /// Keeps `partial` for the next run of `key`, replacing (and deleting) an older one.
-    func keep(_ partial: PartialDownload, for key: String) {
+    /// Keeps `partial` for the next run of `key` on the configuration numbered `scope`, replacing (and deleting) an
+    /// older one; past ``capacity`` for that configuration, its oldest is deleted.
+    func keep(_ partial: PartialDownload, for key: String, scope: UInt64) {
         let dropped = kept.withLock { kept -> [PartialDownload] in
-            var dropped = kept.filter { $0.key == key }.map(\.partial)
-            kept.removeAll { $0.key == key }
-            kept.append((key, partial))
-            while kept.count > Self.capacity { dropped.append(kept.removeFirst().partial) }
+            var dropped = kept.filter { $0.scope == scope && $0.key == key }.map(\.partial)
+            kept.removeAll { $0.scope == scope && $0.key == key }
+            kept.append((scope, key, partial))
+            while kept.count(where: { $0.scope == scope }) > Self.capacity,
+                let oldest = kept.firstIndex(where: { $0.scope == scope })
+            {
+                dropped.append(kept.remove(at: oldest).partial)
+            }
             return dropped
         }
         for old in dropped where old.file != partial.file { try? FileManager.default.removeItem(at: old.file) }
+    }
+
+    /// Deletes the partial downloads of the configuration numbered `scope`: it was released.
+    func drop(scope: UInt64) {
+        let dropped = kept.withLock { kept -> [PartialDownload] in
+            defer { kept.removeAll { $0.scope == scope } }
+            return kept.filter { $0.scope == scope }.map(\.partial)
+        }
+        for partial in dropped { try? FileManager.default.removeItem(at: partial.file) }
     }
 
     deinit {
