@@ -40,7 +40,8 @@ import FoundationNetworking
 public final class InMemoryTransport: HTTPTransport {
     /// One request as it reached the transport: the `URLRequest` Courier built, with the body bytes it sent.
     public struct Request: Sendable, CustomStringConvertible {
-        /// The request as Courier handed it to the transport: interceptors, credentials and redirect rules applied.
+        /// The request as Courier handed it to the transport (interceptors, credentials and redirect rules applied),
+        /// with the `Content-Length` of its body added as an HTTP/1.1 transport sends it.
         public let urlRequest: URLRequest
         /// The request's URL.
         public let url: URL
@@ -184,9 +185,8 @@ public final class InMemoryTransport: HTTPTransport {
             let headEnd = separator?.lowerBound ?? bytes.endIndex
             let head = String(decoding: bytes[bytes.startIndex..<headEnd], as: UTF8.self)
             let body = separator.map { bytes[$0.upperBound...] }.map { Data($0) } ?? Data()
-            var lines = head.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-                line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
-            }
+            // "\r\n" is one Character in Swift: split on either line ending.
+            var lines = head.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }.map(String.init)
             let statusLine = lines.isEmpty ? "" : lines.removeFirst()
             let parts = statusLine.split(separator: " ", maxSplits: 2)
             guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), parts[1].count == 3, let status = Int(parts[1]),
@@ -264,7 +264,12 @@ public final class InMemoryTransport: HTTPTransport {
     public func send(_ exchange: HTTPExchange) async throws {
         guard let url = exchange.request.url else { throw URLError(.badURL) }
         let body = try Self.bodyBytes(of: exchange)
-        let request = Request(urlRequest: exchange.request, url: url, body: body)
+        var sent = exchange.request
+        if exchange.body != .none, sent.value(forHTTPHeaderField: "Content-Length") == nil {
+            // What an HTTP/1.1 transport adds for a body of known size (the seam leaves it to the transport).
+            sent.setValue(String(body.count), forHTTPHeaderField: "Content-Length")
+        }
+        let request = Request(urlRequest: sent, url: url, body: body)
         recorded.withLock { $0.append(request) }
         guard let response = try await answered(request, for: exchange) else { return }
         guard
