@@ -384,8 +384,9 @@ struct InMemoryTransportTests {
         #expect(file.contentType == "text/csv")
         #expect(try Data(contentsOf: destination) == body)
         let received = reports.withLock { $0 }.map(\.bytesReceived)
-        #expect(received.count >= 2)
+        // Reports not yet delivered are replaced by newer ones, so how many arrive varies; their order does not.
         #expect(received == received.sorted())
+        #expect(received.allSatisfy { $0 <= 100_000 })
         let last = try #require(reports.withLock { $0.last })
         #expect(last.bytesReceived == 100_000)
         #expect(last.totalBytesExpectedToReceive == 100_000)

@@ -35,6 +35,7 @@ import FoundationNetworking
 ///   cancels its task, so the call ends with Courier's reason (`CancellationError`, `transportFailed` with
 ///   `URLError(.timedOut)`) even if the answer never returns.
 /// - The answer runs in a task of its own, outside any lock; several requests may call it at once.
+/// - A `HEAD` request gets the head of the answer only, as HTTP says, whatever its body.
 ///
 /// It is safe to use from any task.
 public final class InMemoryTransport: HTTPTransport {
