@@ -415,6 +415,31 @@ struct InMemoryTransportTests {
         #expect(reports.withLock { $0.last?.bytesSent } == 150_000)
     }
 
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A multipart form with a file part arrives encoded, the file's bytes inside, under its boundary")
+    func multipartWithFile() async throws {
+        let source = temporaryFile("notes.txt")
+        try Data("file line\n".utf8).write(to: source)
+        defer { try? FileManager.default.removeItem(at: source) }
+        var form = MultipartFormData()
+        form.append("Ann", name: "author")
+        form.append(fileAt: source, name: "attachment", filename: "notes.txt", contentType: "text/plain")
+        let transport = InMemoryTransport { _ in .status(204) }
+        _ = try await client(transport).run(
+            NetworkRequest<MultipartFormData, VoidResponse>(path: "/forms", method: .post, body: form))
+
+        let sent = try #require(transport.requests.first)
+        let contentType = try #require(sent.header("Content-Type"))
+        #expect(contentType.hasPrefix("multipart/form-data; boundary="))
+        let boundary = String(contentType.dropFirst("multipart/form-data; boundary=".count))
+        let text = String(decoding: sent.body, as: UTF8.self)
+        #expect(text.hasPrefix("--\(boundary)\r\n"))
+        #expect(text.hasSuffix("--\(boundary)--\r\n"))
+        #expect(text.contains("name=\"author\"\r\n\r\nAnn\r\n"))
+        #expect(text.contains("filename=\"notes.txt\"\r\nContent-Type: text/plain\r\n\r\nfile line\n\r\n"))
+        #expect(sent.header("Content-Length") == String(sent.body.count))
+    }
+
     // MARK: Decorators and the outbox over the real client
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
