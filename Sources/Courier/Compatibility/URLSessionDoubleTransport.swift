@@ -15,12 +15,18 @@ struct URLSessionDoubleTransport: HTTPTransport {
         if case .file = exchange.body {
             throw NetworkClientError.invalidRequest(
                 reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
-        }
-        if exchange.prefersFileBody {
+        } else if exchange.prefersFileBody {
             throw NetworkClientError.invalidRequest(
                 reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
         }
-        let (data, response) = try await double.data(for: exchange.request, delegate: nil)
+        // The double runs in a task of its own, so that a stop (the deadline) ends the wait for it at once.
+        let work = Task { [double, request = exchange.request] in try await double.data(for: request, delegate: nil) }
+        exchange.whenStopped { work.cancel() }
+        let (data, response) = try await withTaskCancellationHandler {
+            try await work.value
+        } onCancel: {
+            work.cancel()
+        }
         guard let head = response as? HTTPURLResponse else { throw NetworkClientError.invalidResponse(response) }
         if exchange.receive(head), !data.isEmpty { _ = exchange.receive(data) }
     }

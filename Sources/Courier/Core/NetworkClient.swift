@@ -113,10 +113,10 @@ public final class NetworkClient: NetworkClientProtocol {
                 limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
                 deadline: deadline(totalTimeout: networkRequest.totalTimeout), sensitiveHeaders: sensitive,
                 onProgress: networkRequest.onProgress),
-            sink: { [serial = configuration.serial] request in
+            sink: { [serial = configuration.serial] request, first in
                 ResponseKinds.sink(
-                    for: ResponseModel.self, request: &request, destination: destination, acceptable: accepted,
-                    scope: serial)
+                    for: ResponseModel.self, request: &request, first: first, destination: destination,
+                    acceptable: accepted, scope: serial)
             })
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
         if let file = exchange.sinkValue { return NetworkResponse(value: file as! ResponseModel, response: head) }

@@ -79,19 +79,18 @@ struct RedirectState: Sendable {
         var next = sent
         next.request.url = target
         let method = sent.request.httpMethod ?? "GET"
-        let keepsBody = head.statusCode == 307 || head.statusCode == 308
-        if keepsBody {
-            if sent.request.httpBodyStream != nil {
-                throw NetworkClientError.redirectRefused(
-                    reason:
-                        "a \(head.statusCode) redirect must resend the body, and a streamed body cannot be sent again")
-            }
-        } else if (head.statusCode == 303 && method != "HEAD") || method == "POST" {
+        let dropsBody =
+            (head.statusCode == 303 && method != "HEAD")
+            || (method == "POST" && (head.statusCode == 301 || head.statusCode == 302))
+        if dropsBody {
             next.request.httpMethod = "GET"
             next.request.httpBody = nil
             next.request.httpBodyStream = nil
             next.body = .none
             for name in Redirects.bodyHeaders { next.request.setValue(nil, forHTTPHeaderField: name) }
+        } else if sent.request.httpBodyStream != nil {
+            throw NetworkClientError.redirectRefused(
+                reason: "a \(head.statusCode) redirect must resend the body, and a streamed body cannot be sent again")
         }
         if let from = sent.request.url.flatMap(Origin.of), Origin.of(target) != from {
             for name in (next.request.allHTTPHeaderFields ?? [:]).keys

@@ -20,20 +20,20 @@ extension NetworkClient {
     /// hop, redirects decided by one ``RedirectState``, a download restarted after a stale range without counting as a
     /// redirect. The deadline and the caller's cancellation stop the exchange in flight, whatever the transport.
     ///
-    /// - Parameter sink: Makes the sink of a hop's body (a download's file) and may add to its request (`Range`);
-    ///   `nil` keeps the body in memory.
+    /// - Parameter sink: Makes the sink of a hop's body (a download's file) and may add to its request (`Range`), for
+    ///   the call that began with `first`; `nil` keeps the body in memory.
     /// - Throws: ``NetworkClientError`` (every transport error wrapped in ``NetworkClientError/transportFailed(_:)``
     ///   with its secrets removed, here and only here), or `CancellationError`.
     func send(
         _ first: OutgoingRequest, rules: SendingRules,
-        sink: (inout URLRequest) -> (any ResponseBodySink)?
+        sink: (_ request: inout URLRequest, _ first: URLRequest) -> (any ResponseBodySink)?
     ) async throws -> (HTTPURLResponse, Data, HTTPExchange) {
         var outgoing = first
         var redirects = RedirectState(sensitiveHeaders: rules.sensitiveHeaders)
         let reporter = rules.onProgress.map(ProgressReporter.init)
         while true {
             var request = outgoing.request
-            let bodySink = sink(&request)
+            let bodySink = sink(&request, first.request)
             let exchange = HTTPExchange(
                 request: request, body: outgoing.body, limit: rules.limit, sink: bodySink, reporter: reporter)
             switch await exchanged(exchange, deadline: rules.deadline) {
@@ -73,7 +73,7 @@ extension NetworkClient {
         if Task.isCancelled {
             // Nothing is sent; the exchange still ends, so that a download's kept bytes are settled.
             exchange.stop(.cancelled)
-            return exchange.end(nil)
+            return await exchange.end(nil)
         }
         if let deadline { DeadlineMonitor.shared.add(exchange, deadline: deadline) }
         defer { if deadline != nil { DeadlineMonitor.shared.remove(exchange) } }
@@ -87,7 +87,7 @@ extension NetworkClient {
         } catch {
             failure = error
         }
-        return exchange.end(failure)
+        return await exchange.end(failure)
     }
 
     /// The one error of a passed deadline, on every transport.

@@ -20,10 +20,10 @@ protocol ResponseKind: Sendable {
     /// What ``StubNetworkClient`` answers for a canned body of an accepted status; ``decoded(from:decoder:)`` by
     /// default.
     static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self
-    /// Where the body goes when it is not held in memory, for one exchange of `request` (which the sink may add to);
-    /// `nil`, memory, by default.
+    /// Where the body goes when it is not held in memory, for one exchange of `request` (which the sink may add to),
+    /// a hop of the call that began with `first`; `nil`, memory, by default.
     static func sink(
-        request: inout URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
+        request: inout URLRequest, first: URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
     ) -> (any ResponseBodySink)?
 }
 
@@ -31,7 +31,7 @@ extension ResponseKind {
     static var isFile: Bool { false }
 
     static func sink(
-        request: inout URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
+        request: inout URLRequest, first: URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
     ) -> (any ResponseBodySink)? {
         nil
     }
@@ -68,13 +68,13 @@ extension String: ResponseKind {
 extension DownloadedFile: ResponseKind {
     static var isFile: Bool { true }
 
-    /// A ``DownloadSink``: the body goes to a file, and resumes what an earlier run of `request` kept.
+    /// A ``DownloadSink``: the body goes to a file, and resumes what an earlier run of the call kept.
     static func sink(
-        request: inout URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
+        request: inout URLRequest, first: URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
     ) -> (any ResponseBodySink)? {
         DownloadSink.make(
-            for: &request, target: DownloadTarget(destination: destination, acceptableStatusCodes: acceptable),
-            scope: scope)
+            for: &request, first: first,
+            target: DownloadTarget(destination: destination, acceptableStatusCodes: acceptable), scope: scope)
     }
 
     static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> DownloadedFile {
@@ -131,13 +131,15 @@ enum ResponseKinds {
         }
     }
 
-    /// The sink of `type`'s body for one exchange of `request`, or `nil` when it is held in memory.
+    /// The sink of `type`'s body for one exchange of `request`, a hop of the call that began with `first`, or `nil`
+    /// when it is held in memory.
     static func sink<ResponseModel>(
-        for type: ResponseModel.Type, request: inout URLRequest, destination: URL?, acceptable: Set<Int>?,
-        scope: UInt64
+        for type: ResponseModel.Type, request: inout URLRequest, first: URLRequest, destination: URL?,
+        acceptable: Set<Int>?, scope: UInt64
     ) -> (any ResponseBodySink)? {
         guard let kind = type as? any ResponseKind.Type else { return nil }
-        return kind.sink(request: &request, destination: destination, acceptable: acceptable, scope: scope)
+        return kind.sink(
+            request: &request, first: first, destination: destination, acceptable: acceptable, scope: scope)
     }
 
     /// A configuration was released: what the kinds kept for it (a download's partial bytes) is deleted.

@@ -59,6 +59,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let call = calls.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        call?.taskCompleted()
         call?.finish(error)
     }
 

@@ -58,6 +58,20 @@ struct CallerSessionTransport: HTTPTransport {
             #endif
             call.start(task)
         }
+        if let (head, file) = call.takeDownload() { try Self.feed(file, head: head, to: exchange) }
+    }
+
+    /// Hands a download task's body to `exchange` in pieces, from the file it was moved to, and deletes the file.
+    /// Done here, on the caller's task, and not in URLSession's completion handler: that runs on the session's delegate
+    /// queue (of `URLSession.shared`, say), which a large copy would hold up for every other task.
+    private static func feed(_ file: URL, head: HTTPURLResponse, to exchange: HTTPExchange) throws {
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard exchange.receive(head) else { return }
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        while !exchange.isStopped, let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty {
+            guard exchange.receive(piece) else { return }
+        }
     }
 
     /// On Linux, a file body is sent from Courier's stream (see `SessionDelegate.makeTask(on:for:)`); Apple platforms upload the file.
@@ -98,6 +112,7 @@ final class TransportCall: Sendable {
         var continuation: CheckedContinuation<Void, any Error>?
         var task: URLSessionTask?
         var isDone = false
+        var taskCompleted = false
     }
 
     private let state = Locked(State())
@@ -123,23 +138,34 @@ final class TransportCall: Sendable {
         }
     }
 
-    /// Resumes the caller, once: with `error`, or normally.
-    func finish(_ error: (any Error)?) {
+    /// Resumes the caller, once: with `error`, or normally. Returns whether this call resumed it.
+    @discardableResult
+    func finish(_ error: (any Error)?) -> Bool {
         let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             guard !state.isDone else { return nil }
             state.isDone = true
             defer { state.continuation = nil }
             return state.continuation
         }
-        guard let continuation else { return }
+        guard let continuation else { return false }
         if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+        return true
     }
 
     /// `URLSessionTask.cancel()` waits for the session's work queue, so it never runs on the caller's thread, where a
     /// cancellation handler may hold the Swift task's status lock, nor on the work queue (see ``DrivenSession``).
     func cancelTask() {
         guard let task = state.withLock({ $0.task }) else { return }
-        DispatchQueue.global().async { task.cancel() }
+        DispatchQueue.global().async { [self] in
+            // Best effort: a task can complete between this check and the call; corelibs ignores that cancel.
+            guard !state.withLock({ $0.taskCompleted }) else { return }
+            task.cancel()
+        }
+    }
+
+    /// The task reported its end: nothing is left to cancel.
+    func taskCompleted() {
+        state.withLock { $0.taskCompleted = true }
     }
 }
 
@@ -147,6 +173,8 @@ final class TransportCall: Sendable {
 /// complete.
 private final class CompletionCall: Sendable {
     let call: TransportCall
+    /// A finished download task's head and the file its body was moved to.
+    private let download = Locked<(HTTPURLResponse, URL)?>(nil)
 
     init(exchange: HTTPExchange) {
         call = TransportCall(exchange: exchange)
@@ -157,36 +185,59 @@ private final class CompletionCall: Sendable {
 
     var received: @Sendable (Data?, URLResponse?, (any Error)?) -> Void {
         { [call] data, response, error in
-            if let error { return call.finish(error) }
+            call.taskCompleted()
+            if let error {
+                _ = call.finish(error)
+                return
+            }
             guard let head = response as? HTTPURLResponse else {
-                return call.finish(
+                _ = call.finish(
                     response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+                return
             }
             if call.exchange.receive(head), let data, !data.isEmpty { _ = call.exchange.receive(data) }
             call.finish(nil)
         }
     }
 
-    /// The body of a download task, read from URLSession's temporary file in pieces (never whole in memory) before
-    /// URLSession deletes it.
+    /// A download task's end: its temporary file is renamed (in its folder: no copy) before URLSession deletes it, for
+    /// ``CallerSessionTransport`` to hand over off the delegate queue.
     var downloaded: @Sendable (URL?, URLResponse?, (any Error)?) -> Void {
-        { [call] location, response, error in
-            if let error { return call.finish(error) }
+        { [call, download] location, response, error in
+            call.taskCompleted()
+            if let error {
+                _ = call.finish(error)
+                return
+            }
             guard let head = response as? HTTPURLResponse else {
-                return call.finish(
-                    response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+                _ = call.finish(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+                return
             }
-            guard call.exchange.receive(head), let location else { return call.finish(nil) }
+            guard let location else {
+                _ = call.finish(URLError(.badServerResponse))
+                return
+            }
+            let kept = location.deletingLastPathComponent().appendingPathComponent("courier-\(UUID().uuidString)")
             do {
-                let handle = try FileHandle(forReadingFrom: location)
-                defer { try? handle.close() }
-                while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty {
-                    guard call.exchange.receive(piece) else { break }
-                }
-                call.finish(nil)
+                try FileManager.default.moveItem(at: location, to: kept)
             } catch {
-                call.finish(error)
+                _ = call.finish(error)
+                return
             }
+            download.withLock { $0 = (head, kept) }
+            if !call.finish(nil) {
+                // The caller already went on (stopped): nobody hands this file over.
+                download.withLock { $0 = nil }
+                try? FileManager.default.removeItem(at: kept)
+            }
+        }
+    }
+
+    /// The head and the file of a finished download task, once.
+    func takeDownload() -> (HTTPURLResponse, URL)? {
+        download.withLock { download in
+            defer { download = nil }
+            return download
         }
     }
 }

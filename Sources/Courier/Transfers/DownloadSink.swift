@@ -42,10 +42,14 @@ struct DownloadSink: ResponseBodySink {
         self.partial = partial
     }
 
-    /// The sink for a download of `request` on the configuration numbered `scope`; adds `Range` and `If-Range` to
-    /// `request` when an earlier run kept bytes of it.
-    static func make(for request: inout URLRequest, target: DownloadTarget, scope: UInt64) -> DownloadSink {
-        let key = PartialDownloads.key(for: request, destination: target.destination)
+    /// The sink for a download of `request`, a hop of the call that began with `first` (a redirect's target), on the
+    /// configuration numbered `scope`; adds `Range` and `If-Range` to `request` when an earlier run of `first` kept
+    /// bytes. The bytes are kept under `first`, so that a download behind a redirect to a new URL each time (a signed
+    /// CDN link) still resumes; `If-Range` keeps that safe.
+    static func make(
+        for request: inout URLRequest, first: URLRequest, target: DownloadTarget, scope: UInt64
+    ) -> DownloadSink {
+        let key = PartialDownloads.key(for: first, destination: target.destination)
         let partial = key.flatMap { store.take($0, scope: scope) }
         if let partial {
             request.setValue("bytes=\(partial.length)-", forHTTPHeaderField: "Range")
@@ -138,6 +142,7 @@ struct DownloadSink: ResponseBodySink {
 
     private func keep(_ writer: DownloadWriter) {
         guard let key else { return writer.discard() }
-        if let kept = writer.keep() { Self.store.keep(kept, for: key, scope: scope) }  // `keep()` deletes bytes it cannot resume.
+        // `keep()` deletes bytes that cannot be resumed.
+        if let kept = writer.keep() { Self.store.keep(kept, for: key, scope: scope) }
     }
 }

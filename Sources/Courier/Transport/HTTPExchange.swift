@@ -28,9 +28,10 @@ protocol ResponseBodySink: Sendable {
 /// cancelled or the deadline passes. A transport reads ``request`` and ``body``, and reports with
 /// ``receive(_:)-(HTTPURLResponse)``, ``receive(_:)-(Data)`` and ``sent(_:of:)``, from any thread, one call at a time.
 public final class HTTPExchange: Sendable {
-    /// The request to send: method, URL, every header field (the body's `Content-Type` and `Content-Length`
-    /// included), and for ``HTTPRequestBody/data(_:)`` the body as `httpBody`. Courier has applied the interceptors,
-    /// the credential rules and the redirect rules; send it as it is.
+    /// The request to send: method, URL, every header field (the body's `Content-Type` included), and for
+    /// ``HTTPRequestBody/data(_:)`` the body as `httpBody`. Courier has applied the interceptors, the credential rules
+    /// and the redirect rules; send it as it is. Framing is the transport's: it sends `Content-Length` for ``body``
+    /// (the bytes' count, or a file's `byteCount`), as `URLSession` does.
     public let request: URLRequest
     /// The body to send.
     public let body: HTTPRequestBody
@@ -39,6 +40,11 @@ public final class HTTPExchange: Sendable {
         var machine: TransferStateMachine
         /// `nil` while it is taken out for file work.
         var sink: (any ResponseBodySink)?
+        /// Whether the sink is out of the state for file work (an open, a write, a settlement, the final move).
+        var sinkBusy = false
+        /// The caller waiting in ``end(_:)`` for the sink's work to return, so that it hears of the end only once the
+        /// file is settled (a retry then finds the kept bytes).
+        var idleWaiter: CheckedContinuation<Void, Never>?
         var stopHandlers: [@Sendable () -> Void] = []
         var stopped = false
         /// The value the sink produced (a ``DownloadedFile``).
@@ -84,11 +90,13 @@ public final class HTTPExchange: Sendable {
         var failure: (any Error)?
         var written: Int64 = 0
         do { written = try sink.write(piece) } catch { failure = error }
-        let (next, again) = state.withLock { state in
+        let (next, again, waiter) = state.withLock { state in
             state.sink = sink
             let next = state.machine.wrote(failure, bytesWritten: written)
-            return (next, Self.takeSink(for: next, &state))
+            let again = Self.takeSink(for: next, &state)
+            return (next, again, again == nil ? Self.idle(&state) : nil)
         }
+        waiter?.resume()
         return perform(next, again)
     }
 
@@ -149,34 +157,54 @@ public final class HTTPExchange: Sendable {
         _ = perform(action, sink)
     }
 
-    /// The transport returned (with `error` if it threw): the outcome, once any file work is done.
-    func end(_ error: (any Error)?) -> TransferStateMachine.Outcome {
-        let (ending, taken) = state.withLock { state -> (TransferStateMachine.Ending, (any ResponseBodySink)?) in
+    /// The transport returned (with `error` if it threw): the outcome, once the sink's file work is done (a download
+    /// stopped while a piece was written is settled before the caller hears of it).
+    func end(_ error: (any Error)?) async -> TransferStateMachine.Outcome {
+        let (ending, taken, busy) = state.withLock { state in
             let ending = state.machine.transportEnded(error)
-            // The handlers hold the transport's side of the exchange (which holds the exchange): released now.
+            // The handlers hold the transport's side of the exchange (which holds the exchange): released now, and a
+            // late registration runs at once.
             state.stopHandlers = []
+            state.stopped = true
             switch ending {
-            case .outcome: return (ending, nil)
+            case .outcome:
+                return (ending, nil as (any ResponseBodySink)?, state.sinkBusy)
             case .settleSink, .finishSink:
-                defer { state.sink = nil }
-                return (ending, state.sink)
+                let sink = state.sink
+                state.sink = nil
+                return (ending, sink, false)
             }
         }
+        let outcome: TransferStateMachine.Outcome
         switch ending {
-        case .outcome(let outcome):
-            return outcome
-        case .settleSink(let keep, let outcome):
+        case .outcome(let ended):
+            outcome = ended
+        case .settleSink(let keep, let ended):
             taken?.settle(keep: keep)
-            return outcome
+            outcome = ended
         case .finishSink:
             guard var sink = taken, case .finishingSink(let head) = state.withLock({ $0.machine.state }) else {
                 return .failed(TransferStateMachine.outOfOrder("the sink was missing"))
             }
             let finished = sink.finish(for: head)  // The rename: outside the lock.
-            return state.withLock { state in
+            outcome = state.withLock { state in
                 if case .success(let result) = finished { state.sinkValue = result.value }
                 return state.machine.sinkFinished(finished.map(\.byteCount))
             }
+        }
+        if busy { await idle() }
+        return outcome
+    }
+
+    /// Returns once no file work on the sink is in flight.
+    private func idle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                guard state.sinkBusy else { return true }
+                state.idleWaiter = continuation
+                return false
+            }
+            if ready { continuation.resume() }
         }
     }
 
@@ -211,8 +239,10 @@ public final class HTTPExchange: Sendable {
     )? {
         switch action {
         case .openSink, .write, .settleSink, .stop(settleSink: .some):
-            defer { state.sink = nil }
-            return state.sink
+            guard let sink = state.sink else { return nil }
+            state.sink = nil
+            state.sinkBusy = true
+            return sink
         case .proceed, .report, .stop(settleSink: nil), .ignore:
             return nil
         }
@@ -231,22 +261,42 @@ public final class HTTPExchange: Sendable {
         case .openSink(let head):
             guard var sink else { return false }
             let opening = sink.open(for: head)  // File work: outside the lock.
-            let (next, again) = state.withLock { state in
+            let (next, again, waiter) = state.withLock { state in
                 state.sink = sink
                 let next = state.machine.sinkOpened(opening)
-                return (next, Self.takeSink(for: next, &state))
+                let again = Self.takeSink(for: next, &state)
+                return (next, again, again == nil ? Self.idle(&state) : nil)
             }
+            waiter?.resume()
             return perform(next, again)
         case .write:
             return false  // Handled by `receive(_:)`; never reached.
         case .stop(let settle):
-            if let settle { sink?.settle(keep: settle) }
+            if let settle, let sink {
+                sink.settle(keep: settle)
+                settled()
+            }
             runStopHandlers()
             return false
         case .settleSink(let keep):
-            sink?.settle(keep: keep)
+            if let sink {
+                sink.settle(keep: keep)
+                settled()
+            }
             return false
         }
+    }
+
+    /// The sink's work is done for good (settled or moved into place): a caller waiting in ``end(_:)`` goes on.
+    private func settled() {
+        state.withLock { Self.idle(&$0) }?.resume()
+    }
+
+    /// Marks the sink idle and returns the caller waiting for that, if any.
+    private static func idle(_ state: inout State) -> CheckedContinuation<Void, Never>? {
+        state.sinkBusy = false
+        defer { state.idleWaiter = nil }
+        return state.idleWaiter
     }
 
     private func runStopHandlers() {

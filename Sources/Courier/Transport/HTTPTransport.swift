@@ -21,7 +21,11 @@ import FoundationNetworking
 ///   deadline passes or its body breaks a rule. The transport then cancels its work and returns promptly (what it
 ///   returns or throws then is ignored: the caller gets Courier's reason).
 /// - It throws a `URLError` (or any error) when the exchange fails; Courier wraps it in
-///   ``NetworkClientError/transportFailed(_:)`` and removes the secrets from it.
+///   ``NetworkClientError/transportFailed(_:)`` and removes the secrets from it. Returning without an error means
+///   the head was handed over and the body ended; returning before any head fails the exchange.
+///
+/// The calls on the exchange come one at a time, from any thread. A ``HTTPExchange/whenStopped(_:)`` handler runs on
+/// the thread that stops the exchange (a cancellation handler, Courier's deadline timer): it must not block.
 ///
 /// ``NetworkConfiguration`` uses Courier's driven `URLSession` unless you pass another transport to
 /// ``NetworkConfiguration/init(transport:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``.

@@ -44,7 +44,19 @@ final class ProgressReporter: Sendable {
         self.handler = handler
     }
 
+    /// The request body's progress so far: a redirect's next hop starts its own count, and the request's reports
+    /// must not go back.
+    private let sent = Locked<(bytes: Int64, total: Int64?)>((0, nil))
+
     func report(_ progress: TransferProgress) {
+        var progress = progress
+        sent.withLock { sent in
+            if progress.bytesSent >= sent.bytes {
+                sent = (progress.bytesSent, progress.totalBytesExpectedToSend ?? sent.total)
+            } else {
+                (progress.bytesSent, progress.totalBytesExpectedToSend) = (sent.bytes, sent.total)
+            }
+        }
         let schedule = pending.withLock { pending -> Bool in
             defer { pending = progress }
             return pending == nil

@@ -172,6 +172,7 @@ struct TransferStateMachine: Sendable {
         case .waitingForHead, .memoryBody, .redirectBody, .errorBody, .sinkBody(_, writing: false):
             body = Data()
             dropped = 0
+            progress.bytesReceived = 0
             if Redirects.isFollowable(head) {
                 state = .redirectBody(head)
                 return .proceed
