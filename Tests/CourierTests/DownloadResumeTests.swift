@@ -373,6 +373,34 @@ struct DownloadResumeTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A download behind a redirect to a new URL each time (a signed CDN link) resumes on the next run")
+    func resumesBehindARedirect() async throws {
+        try await MemoryHeavyTests.exclusively {
+            let folder = try Self.scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let script = Script([
+                { _ in .respond(status: 302, headers: [ServerHeader(name: "Location", value: "/cdn/1?sig=a")]) },
+                { _ in Self.cutOff(after: 1_000_000) },
+                { _ in .respond(status: 302, headers: [ServerHeader(name: "Location", value: "/cdn/2?sig=b")]) },
+                Self.rest,
+            ])
+            let client = try script.client()
+            let request = Self.download(to: folder)
+
+            _ = try? await client.run(request)
+            let response = try await client.run(request)
+
+            let requests = script.requests.withLock { $0 }
+            #expect(requests.map(\.path) == ["/big.bin", "/cdn/1", "/big.bin", "/cdn/2"])
+            #expect(requests[2].header("Range") == "bytes=1000000-", "the first URL's kept bytes")
+            #expect(requests[3].header("Range") == "bytes=1000000-", "carried to the redirect's target")
+            #expect(requests[3].header("If-Range") == Self.etag)
+            #expect(response.statusCode == 206)
+            #expect(try Data(contentsOf: response.value.url) == Self.bytes(0..<Self.size))
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A restart after a stale range is not a redirect: 20 redirects after it are still followed")
     func restartIsNotARedirect() async throws {
         try await MemoryHeavyTests.exclusively {

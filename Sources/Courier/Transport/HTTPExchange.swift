@@ -196,6 +196,9 @@ public final class HTTPExchange: Sendable {
         return outcome
     }
 
+    /// Whether a caller waits in ``end(_:)`` for the sink's work to return (for tests).
+    var hasWaitingCaller: Bool { state.withLock { $0.idleWaiter != nil } }
+
     /// Returns once no file work on the sink is in flight.
     private func idle() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
