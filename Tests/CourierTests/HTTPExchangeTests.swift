@@ -101,4 +101,27 @@ struct HTTPExchangeTests {
         #expect(last.bytesSent == 50_000)
         #expect(last.bytesReceived == 2)
     }
+
+    struct EngineFailure: Error, CustomStringConvertible {
+        var description: String { "connect failed, Authorization: Bearer secret-token" }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Another engine's error is transportFailed(.unknown) naming its type, never its text")
+    func foreignError() async throws {
+        let transport = InMemoryTransport { _ in throw EngineFailure() }
+        let client = NetworkClient(
+            configuration: NetworkConfiguration(transport: transport, baseURL: URL(string: "https://e.example")!))
+        let error = try await #require(throws: NetworkClientError.self) {
+            _ = try await client.run(NetworkRequest<VoidRequest, String>(path: "/x", method: .get))
+        }
+        guard case .transportFailed(let urlError) = error else {
+            Issue.record("expected transportFailed, got \(error)")
+            return
+        }
+        #expect(urlError.code == .unknown)
+        #expect(urlError.localizedDescription.contains("EngineFailure"))
+        #expect(!"\(error)".contains("secret-token"))
+        #expect(!urlError.localizedDescription.contains("secret-token"))
+    }
 }

@@ -51,6 +51,10 @@ enum Redaction {
                     "libcurl gave up with \"Out of memory\", usually a response header larger than its 100 KB limit"
             }
             userInfo[NSLocalizedDescriptionKey] = detail
+        } else if urlError == nil {
+            // Another engine's error (an HTTPTransport of the caller's): its text may carry anything, so only its type
+            // is named. An adapter maps its errors to URLError codes for RetryPolicy to read them.
+            userInfo[NSLocalizedDescriptionKey] = "the transport failed with \(type(of: error))"
         }
         let detail = userInfo[NSLocalizedDescriptionKey] as? String
         return URLError(platformErrorCode(urlError?.code ?? .unknown, detail: detail), userInfo: userInfo)

@@ -20,8 +20,9 @@ import FoundationNetworking
 /// - It registers ``HTTPExchange/whenStopped(_:)``: Courier stops an exchange when its caller is cancelled, its
 ///   deadline passes or its body breaks a rule. The transport then cancels its work and returns promptly (what it
 ///   returns or throws then is ignored: the caller gets Courier's reason).
-/// - It throws a `URLError` (or any error) when the exchange fails; Courier wraps it in
-///   ``NetworkClientError/transportFailed(_:)`` and removes the secrets from it. Returning without an error means
+/// - It throws a `URLError` when the exchange fails, with the code that says why (``RetryPolicy`` retries on it);
+///   Courier wraps it in ``NetworkClientError/transportFailed(_:)`` and removes the secrets from it. Another error
+///   becomes `URLError(.unknown)` that names only its type, since its text may carry secrets. Returning without an error means
 ///   the head was handed over and the body ended; returning before any head fails the exchange.
 ///
 /// The calls on the exchange come one at a time, from any thread. A ``HTTPExchange/whenStopped(_:)`` handler runs on
