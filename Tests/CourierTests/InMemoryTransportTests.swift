@@ -56,20 +56,12 @@ private struct Signals: Sendable {
     func send(_ signal: String) { continuation.yield(signal) }
 
     /// The next signal, or `nil` when none came within 20 s.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     func next() async -> String? {
         let stream = self.stream
-        return await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                var iterator = stream.makeAsyncIterator()
-                return await iterator.next()
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(20))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+        return await firstWithin {
+            var iterator = stream.makeAsyncIterator()
+            return await iterator.next()
         }
     }
 }

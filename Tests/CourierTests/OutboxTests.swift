@@ -14,18 +14,9 @@ func temporaryOutboxDirectory() -> URL {
 func firstEvent(
     _ stream: AsyncStream<OutboxEvent>, _ matches: @escaping @Sendable (OutboxEvent) -> Bool
 ) async -> OutboxEvent? {
-    await withTaskGroup(of: OutboxEvent?.self) { group in
-        group.addTask {
-            for await event in stream where matches(event) { return event }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(20))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+    await firstWithin {
+        for await event in stream where matches(event) { return event }
+        return nil
     }
 }
 

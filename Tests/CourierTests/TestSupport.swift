@@ -179,3 +179,20 @@ func startChild(_ process: Process) throws {
 }
 
 private let processLaunches = NSLock()
+
+/// What `body` returns, or `nil` when it has not returned within `timeout` (it is then cancelled).
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func firstWithin<Value: Sendable>(
+    _ timeout: Duration = .seconds(20), _ body: @escaping @Sendable () async -> Value?
+) async -> Value? {
+    await withTaskGroup(of: Value?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}

@@ -214,12 +214,8 @@ struct TransferStateMachine: Sendable {
                 state = .sinkBody(head, writing: false)
                 return stop(.failed(error))
             }
-        case .stopping(let reason, let head, sinkBusy: true):
-            state = .stopping(reason, head: head, sinkBusy: false)
-            sinkSettled = true
-            return .settleSink(keep: Self.keepsBytes(reason))
         default:
-            return settleAfterEnd()
+            return sinkWorkReturned()
         }
     }
 
@@ -264,12 +260,8 @@ struct TransferStateMachine: Sendable {
             if let error { return stop(.failed(error)) }
             progress.bytesReceived = bytesWritten
             return reportsProgress ? .report(progress) : .proceed
-        case .stopping(let reason, let head, sinkBusy: true):
-            state = .stopping(reason, head: head, sinkBusy: false)
-            sinkSettled = true
-            return .settleSink(keep: Self.keepsBytes(reason))
         default:
-            return settleAfterEnd()
+            return sinkWorkReturned()
         }
     }
 
@@ -387,8 +379,14 @@ struct TransferStateMachine: Sendable {
 
     // MARK: Helpers
 
-    /// The sink's work returned after the exchange ended: settle it as the end decided, once.
-    private mutating func settleAfterEnd() -> Action {
+    /// The sink's work (an open, a write) returned in a state that does not use it: after a stop, or after the end,
+    /// the work settles the sink, once.
+    private mutating func sinkWorkReturned() -> Action {
+        if case .stopping(let reason, let head, sinkBusy: true) = state {
+            state = .stopping(reason, head: head, sinkBusy: false)
+            sinkSettled = true
+            return .settleSink(keep: Self.keepsBytes(reason))
+        }
         guard let keep = settleWhenIdle else { return .ignore }
         settleWhenIdle = nil
         return .settleSink(keep: keep)
