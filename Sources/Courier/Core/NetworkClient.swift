@@ -107,7 +107,7 @@ public final class NetworkClient: NetworkClientProtocol {
             body = request.httpBody.map { .data($0) } ?? .none
         }
         let destination = networkRequest.downloadDestination
-        let (head, data, exchange) = try await send(
+        let (head, data, file) = try await send(
             OutgoingRequest(request: request, body: body),
             rules: SendingRules(
                 limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
@@ -119,7 +119,7 @@ public final class NetworkClient: NetworkClientProtocol {
                     acceptable: accepted, scope: serial)
             })
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
-        if let file = exchange.sinkValue { return NetworkResponse(value: file as! ResponseModel, response: head) }
+        if let file { return NetworkResponse(value: file as! ResponseModel, response: head) }
         guard ResponseKinds.accepts(head.statusCode, accepted) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: head.statusCode, response: Redaction.response(head), data: data)

@@ -27,7 +27,7 @@ extension NetworkClient {
     func send(
         _ first: OutgoingRequest, rules: SendingRules,
         sink: (_ request: inout URLRequest, _ first: URLRequest) -> (any ResponseBodySink)?
-    ) async throws -> (HTTPURLResponse, Data, HTTPExchange) {
+    ) async throws -> (head: HTTPURLResponse, body: Data, sinkValue: (any Sendable)?) {
         var outgoing = first
         var redirects = RedirectState(sensitiveHeaders: rules.sensitiveHeaders)
         let reporter = rules.onProgress.map(ProgressReporter.init)
@@ -44,7 +44,7 @@ extension NetworkClient {
                         reporter.finish(with: last) { continuation.resume() }
                     }
                 }
-                return (head, data, exchange)
+                return (head, data, bodySink == nil ? nil : exchange.sinkValue)
             case .redirected(let head):
                 do {
                     outgoing = try redirects.next(after: head, from: outgoing)

@@ -18,8 +18,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         let call = TransportCall(exchange: exchange, uploadLength: uploadLength)
         calls.withLock { $0[task.taskIdentifier] = call }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            call.begin(continuation)
-            call.start(task)
+            call.start(task, continuation: continuation)
         }
     }
 
@@ -59,8 +58,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let call = calls.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        call?.taskCompleted()
-        call?.finish(error)
+        call?.complete(error)
     }
 
     /// Every redirect ends the task with its 3xx: Courier decides it (``Redirects``) and sends the next request.

@@ -38,7 +38,6 @@ struct CallerSessionTransport: HTTPTransport {
         let stream = try Self.uploadStream(for: exchange)
         let call = CompletionCall(exchange: exchange)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            call.begin(continuation)
             let task: URLSessionTask
             if let stream {
                 var request = exchange.request
@@ -56,7 +55,7 @@ struct CallerSessionTransport: HTTPTransport {
             #if !canImport(FoundationNetworking)
             task.delegate = KeepRedirects.shared
             #endif
-            call.start(task)
+            call.start(task, continuation: continuation)
         }
         if let (head, file) = call.takeDownload() { try Self.feed(file, head: head, to: exchange) }
     }
@@ -122,26 +121,34 @@ final class TransportCall: Sendable {
         self.uploadLength = uploadLength
     }
 
-    /// Keeps the caller's continuation until the exchange ends.
-    func begin(_ continuation: CheckedContinuation<Void, any Error>) {
-        state.withLock { $0.continuation = continuation }
+    /// Resumes `task`, keeping the caller's `continuation` until the exchange ends, then lets a stop of the exchange
+    /// cancel it. A task is resumed even when the exchange already stopped: corelibs lets a session go only once each
+    /// of its tasks ran to its end.
+    func start(_ task: URLSessionTask, continuation: CheckedContinuation<Void, any Error>) {
+        state.withLock { state in
+            state.task = task
+            state.continuation = continuation
+        }
+        task.resume()
+        exchange.onStop(self)
     }
 
-    /// Resumes `task`, then lets a stop of the exchange cancel it. A task is resumed even when the exchange already
-    /// stopped: corelibs lets a session go only once each of its tasks ran to its end.
-    func start(_ task: URLSessionTask) {
-        state.withLock { $0.task = task }
-        task.resume()
-        exchange.whenStopped { [self] in
-            finish(nil)
-            cancelTask()
-        }
+    /// The task reported its end (with `error` if it failed): resumes the caller unless a stop already did. Returns
+    /// whether this call resumed it.
+    @discardableResult
+    func complete(_ error: (any Error)?) -> Bool {
+        resume(error, taskCompleted: true)
     }
 
     /// Resumes the caller, once: with `error`, or normally. Returns whether this call resumed it.
     @discardableResult
     func finish(_ error: (any Error)?) -> Bool {
+        resume(error, taskCompleted: false)
+    }
+
+    private func resume(_ error: (any Error)?, taskCompleted: Bool) -> Bool {
         let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            if taskCompleted { state.taskCompleted = true }
             guard !state.isDone else { return nil }
             state.isDone = true
             defer { state.continuation = nil }
@@ -163,9 +170,13 @@ final class TransportCall: Sendable {
         }
     }
 
-    /// The task reported its end: nothing is left to cancel.
-    func taskCompleted() {
-        state.withLock { $0.taskCompleted = true }
+}
+
+extension TransportCall: ExchangeStopObserver {
+    /// Courier stopped the exchange: the caller goes on at once, and the task is cancelled.
+    func exchangeStopped() {
+        finish(nil)
+        cancelTask()
     }
 }
 
@@ -180,23 +191,23 @@ private final class CompletionCall: Sendable {
         call = TransportCall(exchange: exchange)
     }
 
-    func begin(_ continuation: CheckedContinuation<Void, any Error>) { call.begin(continuation) }
-    func start(_ task: URLSessionTask) { call.start(task) }
+    func start(_ task: URLSessionTask, continuation: CheckedContinuation<Void, any Error>) {
+        call.start(task, continuation: continuation)
+    }
 
     var received: @Sendable (Data?, URLResponse?, (any Error)?) -> Void {
         { [call] data, response, error in
-            call.taskCompleted()
             if let error {
-                _ = call.finish(error)
+                _ = call.complete(error)
                 return
             }
             guard let head = response as? HTTPURLResponse else {
-                _ = call.finish(
+                _ = call.complete(
                     response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
                 return
             }
             if call.exchange.receive(head), let data, !data.isEmpty { _ = call.exchange.receive(data) }
-            call.finish(nil)
+            call.complete(nil)
         }
     }
 
@@ -204,28 +215,27 @@ private final class CompletionCall: Sendable {
     /// ``CallerSessionTransport`` to hand over off the delegate queue.
     var downloaded: @Sendable (URL?, URLResponse?, (any Error)?) -> Void {
         { [call, download] location, response, error in
-            call.taskCompleted()
             if let error {
-                _ = call.finish(error)
+                _ = call.complete(error)
                 return
             }
             guard let head = response as? HTTPURLResponse else {
-                _ = call.finish(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+                _ = call.complete(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
                 return
             }
             guard let location else {
-                _ = call.finish(URLError(.badServerResponse))
+                _ = call.complete(URLError(.badServerResponse))
                 return
             }
             let kept = location.deletingLastPathComponent().appendingPathComponent("courier-\(UUID().uuidString)")
             do {
                 try FileManager.default.moveItem(at: location, to: kept)
             } catch {
-                _ = call.finish(error)
+                _ = call.complete(error)
                 return
             }
             download.withLock { $0 = (head, kept) }
-            if !call.finish(nil) {
+            if !call.complete(nil) {
                 // The caller already went on (stopped): nobody hands this file over.
                 download.withLock { $0 = nil }
                 try? FileManager.default.removeItem(at: kept)

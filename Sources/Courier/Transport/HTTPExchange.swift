@@ -45,6 +45,8 @@ public final class HTTPExchange: Sendable {
         /// The caller waiting in ``end(_:)`` for the sink's work to return, so that it hears of the end only once the
         /// file is settled (a retry then finds the kept bytes).
         var idleWaiter: CheckedContinuation<Void, Never>?
+        /// Courier's own transport call, told of a stop without a closure (``onStop(_:)``).
+        var stopObserver: (any ExchangeStopObserver)?
         var stopHandlers: [@Sendable () -> Void] = []
         var stopped = false
         /// The value the sink produced (a ``DownloadedFile``).
@@ -117,6 +119,17 @@ public final class HTTPExchange: Sendable {
         if runNow { handler() }
     }
 
+    /// ``whenStopped(_:)`` for Courier's own transports: `observer` is told once, at once if the exchange already
+    /// stopped.
+    func onStop(_ observer: any ExchangeStopObserver) {
+        let runNow = state.withLock { state -> Bool in
+            if state.stopped { return true }
+            state.stopObserver = observer
+            return false
+        }
+        if runNow { observer.exchangeStopped() }
+    }
+
     /// Whether Courier stopped the exchange, or it ended.
     public var isStopped: Bool {
         state.withLock { $0.stopped || $0.machine.isOver }
@@ -165,6 +178,7 @@ public final class HTTPExchange: Sendable {
             // The handlers hold the transport's side of the exchange (which holds the exchange): released now, and a
             // late registration runs at once.
             state.stopHandlers = []
+            state.stopObserver = nil
             state.stopped = true
             switch ending {
             case .outcome:
@@ -303,14 +317,20 @@ public final class HTTPExchange: Sendable {
     }
 
     private func runStopHandlers() {
-        let handlers = state.withLock { state -> [@Sendable () -> Void] in
-            guard !state.stopped else { return [] }
+        let (observer, handlers) = state.withLock { state -> ((any ExchangeStopObserver)?, [@Sendable () -> Void]) in
+            guard !state.stopped else { return (nil, []) }
             state.stopped = true
-            defer { state.stopHandlers = [] }
-            return state.stopHandlers
+            defer { (state.stopObserver, state.stopHandlers) = (nil, []) }
+            return (state.stopObserver, state.stopHandlers)
         }
+        observer?.exchangeStopped()
         for handler in handlers { handler() }
     }
+}
+
+/// Told once when Courier stops an exchange: Courier's own transports, without a closure per exchange.
+protocol ExchangeStopObserver: AnyObject, Sendable {
+    func exchangeStopped()
 }
 
 extension HTTPExchange: Expirable {
