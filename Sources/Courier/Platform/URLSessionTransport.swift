@@ -220,7 +220,8 @@ private final class CompletionCall: Sendable {
                 return
             }
             guard let head = response as? HTTPURLResponse else {
-                _ = call.complete(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+                _ = call.complete(
+                    response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
                 return
             }
             guard let location else {
