@@ -12,10 +12,8 @@ struct URLSessionDoubleTransport: HTTPTransport {
     let double: any URLSessionProtocol
 
     func send(_ exchange: HTTPExchange) async throws {
-        if case .file = exchange.body {
-            throw NetworkClientError.invalidRequest(
-                reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
-        } else if exchange.prefersFileBody {
+        let sendsFile = if case .file = exchange.body { true } else { false }
+        if sendsFile || exchange.prefersFileBody {
             throw NetworkClientError.invalidRequest(
                 reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
         }

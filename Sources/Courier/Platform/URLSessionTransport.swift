@@ -197,15 +197,7 @@ private final class CompletionCall: Sendable {
 
     var received: @Sendable (Data?, URLResponse?, (any Error)?) -> Void {
         { [call] data, response, error in
-            if let error {
-                _ = call.complete(error)
-                return
-            }
-            guard let head = response as? HTTPURLResponse else {
-                _ = call.complete(
-                    response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
-                return
-            }
+            guard let head = Self.head(of: response, error, completing: call) else { return }
             if call.exchange.receive(head), let data, !data.isEmpty { _ = call.exchange.receive(data) }
             call.complete(nil)
         }
@@ -215,15 +207,7 @@ private final class CompletionCall: Sendable {
     /// ``CallerSessionTransport`` to hand over off the delegate queue.
     var downloaded: @Sendable (URL?, URLResponse?, (any Error)?) -> Void {
         { [call, download] location, response, error in
-            if let error {
-                _ = call.complete(error)
-                return
-            }
-            guard let head = response as? HTTPURLResponse else {
-                _ = call.complete(
-                    response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
-                return
-            }
+            guard let head = Self.head(of: response, error, completing: call) else { return }
             guard let location else {
                 _ = call.complete(URLError(.badServerResponse))
                 return
@@ -242,6 +226,22 @@ private final class CompletionCall: Sendable {
                 try? FileManager.default.removeItem(at: kept)
             }
         }
+    }
+
+    /// The HTTP head of a task that ended with `response` and `error`, or `nil` once `call` is completed with the
+    /// failure: the error, or ``NetworkClientError/invalidResponse(_:)`` for a response that is not HTTP.
+    private static func head(
+        of response: URLResponse?, _ error: (any Error)?, completing call: TransportCall
+    ) -> HTTPURLResponse? {
+        if let error {
+            call.complete(error)
+            return nil
+        }
+        guard let head = response as? HTTPURLResponse else {
+            call.complete(response.map { NetworkClientError.invalidResponse($0) } ?? URLError(.badServerResponse))
+            return nil
+        }
+        return head
     }
 
     /// The head and the file of a finished download task, once.
