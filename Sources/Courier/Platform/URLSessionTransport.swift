@@ -112,6 +112,7 @@ final class TransportCall: Sendable {
         var task: URLSessionTask?
         var isDone = false
         var taskCompleted = false
+        var cancelRequested = false
     }
 
     private let state = Locked(State())
@@ -162,7 +163,15 @@ final class TransportCall: Sendable {
     /// `URLSessionTask.cancel()` waits for the session's work queue, so it never runs on the caller's thread, where a
     /// cancellation handler may hold the Swift task's status lock, nor on the work queue (see ``DrivenSession``).
     func cancelTask() {
-        guard let task = state.withLock({ $0.task }) else { return }
+        // Once per task: a second cancel can reach corelibs after the first one took the task out of its registry,
+        // which traps the process (`TaskRegistry`: "a task that in not in the registry"). Late pieces after a stop
+        // each ask for a cancel.
+        let task = state.withLock { state -> URLSessionTask? in
+            guard !state.cancelRequested, !state.taskCompleted, let task = state.task else { return nil }
+            state.cancelRequested = true
+            return task
+        }
+        guard let task else { return }
         DispatchQueue.global().async { [self] in
             // Best effort: a task can complete between this check and the call; corelibs ignores that cancel.
             guard !state.withLock({ $0.taskCompleted }) else { return }
