@@ -107,7 +107,7 @@ public final class NetworkClient: NetworkClientProtocol {
             body = request.httpBody.map { .data($0) } ?? .none
         }
         let destination = networkRequest.downloadDestination
-        let (head, data, file) = try await send(
+        let (head, data, file, cacheStatus) = try await send(
             OutgoingRequest(request: request, body: body),
             rules: SendingRules(
                 limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
@@ -119,14 +119,14 @@ public final class NetworkClient: NetworkClientProtocol {
                     acceptable: accepted, scope: serial)
             })
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
-        if let file { return NetworkResponse(value: file as! ResponseModel, response: head) }
+        if let file { return NetworkResponse(value: file as! ResponseModel, response: head, cacheStatus: cacheStatus) }
         guard ResponseKinds.accepts(head.statusCode, accepted) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: head.statusCode, response: Redaction.response(head), data: data)
         }
         let value = try ResponseKinds.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
-        return NetworkResponse(value: value, response: head, data: data)
+        return NetworkResponse(value: value, response: head, data: data, cacheStatus: cacheStatus)
     }
 
     /// Answers a ``ClientFacts`` query from the configuration, without sending anything.

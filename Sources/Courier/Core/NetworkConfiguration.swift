@@ -56,6 +56,8 @@ public final class NetworkConfiguration: Sendable {
         /// Decorators a configuration initializer puts around every ``NetworkClient`` created on it: called once, when
         /// the client is created, with the client's core (``CoreClient``); `nil` (no stack) otherwise.
         var clientStack: (@Sendable (_ core: any NetworkClientProtocol) -> any NetworkClientProtocol)?
+        /// ``NetworkConfiguration/responseCache``.
+        var responseCache: ResponseCache?
     }
 
     /// Changes the settings under the lock (the compatibility initializers and ``interceptors``).
@@ -69,6 +71,19 @@ public final class NetworkConfiguration: Sendable {
 
     /// 100 MiB: the default of ``maximumResponseSize``.
     public static let defaultMaximumResponseSize = 100 * 1024 * 1024
+
+    /// The HTTP cache the configuration's requests go through; `nil` (the default) caches nothing. Setting it affects
+    /// the next request, including on clients already created. See ``ResponseCache`` and <doc:CachingResponses>.
+    ///
+    /// No double caching: every request the cache sends has the cache policy `.reloadIgnoringLocalCacheData`, so the
+    /// session's `URLCache` never answers it, and a session Courier creates does not store its response in `URLCache`
+    /// either (on Linux Courier's sessions have no `URLCache` at all). A session you pass with
+    /// ``init(session:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)`` and a delegate of its own may still
+    /// store responses in its `URLCache`; they are never read back.
+    public var responseCache: ResponseCache? {
+        get { settings.withLock { $0.responseCache } }
+        set { settings.withLock { $0.responseCache = newValue } }
+    }
 
     /// Called with each `URLRequest` right before it is sent, to modify it (for example to add an API key).
     /// `nil` by default. Setting it affects the next request, including on clients already created.

@@ -12,6 +12,10 @@ public struct NetworkResponse<ResponseModel> {
     public let response: URLResponse
     /// The raw response body, exactly as received.
     public let data: Data
+    /// Where the response came from when the configuration has a ``ResponseCache``
+    /// (``NetworkConfiguration/responseCache``): ``CacheStatus/network`` (the default, and always without a cache),
+    /// a fresh or stale stored response, or one the server revalidated.
+    public let cacheStatus: CacheStatus
 
     /// The HTTP status code, or `0` when `response` is not an `HTTPURLResponse` (possible only in test doubles).
     public var statusCode: Int {
@@ -23,10 +27,12 @@ public struct NetworkResponse<ResponseModel> {
     ///   - value: The decoded value.
     ///   - response: The response metadata, usually an `HTTPURLResponse`.
     ///   - data: The raw body; empty by default.
-    public init(value: ResponseModel, response: URLResponse, data: Data = Data()) {
+    ///   - cacheStatus: Where the response came from; ``CacheStatus/network`` by default.
+    public init(value: ResponseModel, response: URLResponse, data: Data = Data(), cacheStatus: CacheStatus = .network) {
         self.value = value
         self.response = response
         self.data = data
+        self.cacheStatus = cacheStatus
     }
 }
 

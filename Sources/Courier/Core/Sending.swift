@@ -27,8 +27,9 @@ extension NetworkClient {
     func send(
         _ first: OutgoingRequest, rules: SendingRules,
         sink: (_ request: inout URLRequest, _ first: URLRequest) -> (any ResponseBodySink)?
-    ) async throws -> (head: HTTPURLResponse, body: Data, sinkValue: (any Sendable)?) {
+    ) async throws -> (head: HTTPURLResponse, body: Data, sinkValue: (any Sendable)?, cacheStatus: CacheStatus) {
         var outgoing = first
+        let cache = configuration.responseCache
         var redirects = RedirectState(sensitiveHeaders: rules.sensitiveHeaders)
         let reporter = rules.onProgress.map(ProgressReporter.init)
         while true {
@@ -36,7 +37,15 @@ extension NetworkClient {
             let bodySink = sink(&request, first.request)
             let exchange = HTTPExchange(
                 request: request, body: outgoing.body, limit: rules.limit, sink: bodySink, reporter: reporter)
-            switch await exchanged(exchange, deadline: rules.deadline) {
+            // With a cache, each hop goes through it (see CachingTransport): a cached answer meets the same rules.
+            let hop = cache.map {
+                CachingTransport(
+                    cache: $0, base: configuration.transport, sensitiveHeaders: rules.sensitiveHeaders,
+                    limit: rules.limit)
+            }
+            let outcome = await exchanged(exchange, deadline: rules.deadline, transport: hop ?? configuration.transport)
+            hop?.finished(outcome, request: request)
+            switch outcome {
             case .delivered(let head, let data):
                 if let reporter, let last = exchange.finalProgress() {
                     // The caller hears of the end after the last report.
@@ -44,7 +53,7 @@ extension NetworkClient {
                         reporter.finish(with: last) { continuation.resume() }
                     }
                 }
-                return (head, data, bodySink == nil ? nil : exchange.sinkValue)
+                return (head, data, bodySink == nil ? nil : exchange.sinkValue, hop?.status ?? .network)
             case .redirected(let head):
                 do {
                     outgoing = try redirects.next(after: head, from: outgoing)
@@ -68,7 +77,7 @@ extension NetworkClient {
 
     /// Runs one exchange on the transport, under the deadline and the caller's cancellation.
     private func exchanged(
-        _ exchange: HTTPExchange, deadline: DispatchTime?
+        _ exchange: HTTPExchange, deadline: DispatchTime?, transport: any HTTPTransport
     ) async -> TransferStateMachine.Outcome {
         if Task.isCancelled {
             // Nothing is sent; the exchange still ends, so that a download's kept bytes are settled.
@@ -80,7 +89,7 @@ extension NetworkClient {
         var failure: (any Error)?
         do {
             try await withTaskCancellationHandler {
-                try await configuration.transport.send(exchange)
+                try await transport.send(exchange)
             } onCancel: {
                 exchange.stop(.cancelled)
             }

@@ -61,6 +61,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         call?.complete(error)
     }
 
+    /// A response fetched for a ``ResponseCache`` (it asked `.reloadIgnoringLocalCacheData`) is not kept in the
+    /// session's `URLCache` too: one cache, not two.
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, willCacheResponse proposedResponse: CachedURLResponse,
+        completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void
+    ) {
+        let bypassed = dataTask.originalRequest?.cachePolicy == .reloadIgnoringLocalCacheData
+        completionHandler(bypassed ? nil : proposedResponse)
+    }
+
     /// Every redirect ends the task with its 3xx: Courier decides it (``Redirects``) and sends the next request.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,

@@ -1,0 +1,187 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The rules of RFC 9111 (a private cache) and RFC 5861 in one place: what is stored, when a stored response is
+/// served, validated or served stale, how a `304` updates it, and what an unsafe request invalidates. Pure functions
+/// of messages and times; ``CachingTransport`` carries them out.
+enum CachePolicy {
+    /// The statuses whose responses may be given a heuristic lifetime (RFC 9110, 15.1), 206 left out (Courier does
+    /// not combine partial responses).
+    static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// The statuses after which `stale-if-error` may serve a stale response (RFC 5861, 4).
+    static let errorStatuses: Set<Int> = [500, 502, 503, 504]
+
+    /// The methods that change nothing on the server (RFC 9110, 9.2.1): any other one invalidates.
+    static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE"]
+
+    /// The request fields that make a request the caller's own conditional or partial one: the cache lets it through.
+    static let callerConditionals = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"]
+
+    /// The header fields a 304 never updates (RFC 9111, 3.2: a cache keeps its stored framing).
+    static let keptOn304: Set<String> = ["content-length", "content-encoding", "transfer-encoding", "content-range", "content-type"]
+
+    /// The request's own `Cache-Control` (or `Pragma: no-cache` when it has none, RFC 9111 5.4).
+    static func requestControl(_ request: URLRequest) -> CacheControl {
+        if let value = request.value(forHTTPHeaderField: "Cache-Control") { return CacheControl(value) }
+        var control = CacheControl(nil)
+        if let pragma = request.value(forHTTPHeaderField: "Pragma"), pragma.lowercased().contains("no-cache") {
+            control.noCache = true
+        }
+        return control
+    }
+
+    /// Whether the cache deals with `request` at all: `GET` or `HEAD`, without the caller's own validators or range.
+    static func handles(_ request: URLRequest) -> Bool {
+        let method = request.httpMethod ?? "GET"
+        guard method == "GET" || method == "HEAD" else { return false }
+        return !callerConditionals.contains { request.value(forHTTPHeaderField: $0) != nil }
+    }
+
+    /// Whether the response `head` to the `GET` `request` may be stored (RFC 9111, 3, for a private cache).
+    static func isStorable(_ head: HTTPURLResponse, for request: URLRequest) -> Bool {
+        guard (request.httpMethod ?? "GET") == "GET" else { return false }
+        let status = head.statusCode
+        guard status >= 200, status < 600, status != 206, status != 304 else { return false }
+        guard !requestControl(request).noStore else { return false }
+        let control = CacheControl(head.value(forHTTPHeaderField: "Cache-Control"))
+        if control.noStore { return false }
+        if let vary = head.value(forHTTPHeaderField: "Vary"), varyNames(vary) == nil { return false }  // Vary: *
+        let explicit =
+            control.maxAge != nil || control.invalidMaxAge || head.value(forHTTPHeaderField: "Expires") != nil
+            || control.isPublic || control.isPrivate
+        return explicit || heuristicallyCacheable.contains(status)
+    }
+
+    /// The lowercased field names of a `Vary` value, or `nil` for `*` (never matches).
+    static func varyNames(_ value: String) -> [String]? {
+        let names = CacheControl.split(value).map { $0.lowercased() }
+        return names.contains("*") ? nil : names
+    }
+
+    /// The request's values of the fields `vary` names, for ``StoredResponse/varyValues``: each normalised (RFC 9111
+    /// 4.1: whitespace around commas and runs of spaces collapsed) and digested, so that no value is kept in the clear.
+    static func varyValues(_ vary: String?, of request: URLRequest) -> [String: String]? {
+        guard let vary else { return [:] }
+        guard let names = varyNames(vary) else { return nil }
+        var values: [String: String] = [:]
+        for name in names {
+            let raw = request.value(forHTTPHeaderField: name)
+            let normalised = raw.map { value in
+                CacheControl.split(value).map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
+                    .joined(separator: ",")
+            }
+            values[name] = normalised.map { SHA256Digest.hex("v\n" + $0) } ?? "-"
+        }
+        return values
+    }
+
+    /// Whether `stored` was selected by a request like `request` (its `Vary` fields hold the same values).
+    static func varyMatches(_ stored: StoredResponse, _ request: URLRequest) -> Bool {
+        guard let values = varyValues(stored.header("Vary"), of: request) else { return false }
+        return values == stored.varyValues
+    }
+
+    /// What to do with a stored response for a request.
+    enum Use: Equatable {
+        /// Serve it as it is.
+        case serve(CacheStatus)
+        /// Serve it stale and revalidate in the background.
+        case serveWhileRevalidating
+        /// Ask the server (with validators if the stored response has any).
+        case validate
+    }
+
+    /// How `stored` may answer a request with `control`, at `now` (RFC 9111, 4.2 and 4.3; RFC 5861, 3).
+    static func use(_ stored: StoredResponse, control: CacheControl, now: TimeInterval) -> Use {
+        let freshness = CacheFreshness(stored, now: now)
+        let response = stored.cacheControl
+        if control.noCache || response.noCache { return .validate }
+        if let maxAge = control.maxAge, freshness.currentAge > TimeInterval(maxAge) { return .validate }
+        if freshness.isFresh {
+            if let minFresh = control.minFresh, freshness.lifetime - freshness.currentAge < TimeInterval(minFresh) {
+                return .validate
+            }
+            return .serve(.fresh)
+        }
+        if response.mustRevalidate { return .validate }
+        if control.maxStaleAny || control.maxStale.map({ freshness.staleness <= TimeInterval($0) }) == true {
+            return .serve(.fresh)
+        }
+        if let window = response.staleWhileRevalidate, freshness.staleness <= TimeInterval(window) {
+            return .serveWhileRevalidating
+        }
+        return .validate
+    }
+
+    /// Whether `stored` may be served because the validation failed (`stale-if-error` of the response or the request).
+    static func servesOnError(_ stored: StoredResponse, control: CacheControl, now: TimeInterval) -> Bool {
+        let response = stored.cacheControl
+        guard !response.mustRevalidate, !response.noCache else { return false }
+        guard let window = [response.staleIfError, control.staleIfError].compactMap({ $0 }).max() else { return false }
+        return CacheFreshness(stored, now: now).staleness <= TimeInterval(window)
+    }
+
+    /// The request that validates `stored`: `request` with `If-None-Match` (its `ETag`) and `If-Modified-Since` (its
+    /// `Last-Modified`); `nil` when it has no validator.
+    static func conditional(_ request: URLRequest, for stored: StoredResponse) -> URLRequest? {
+        let etag = stored.header("ETag")
+        let lastModified = stored.header("Last-Modified")
+        guard etag != nil || lastModified != nil else { return nil }
+        var conditional = request
+        if let etag { conditional.setValue(etag, forHTTPHeaderField: "If-None-Match") }
+        if let lastModified { conditional.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since") }
+        return conditional
+    }
+
+    /// `stored` updated by the header fields of `head` (a 304, or a 200 to a `HEAD`), RFC 9111 3.2 and 4.3.4.
+    static func updated(
+        _ stored: StoredResponse, with head: HTTPURLResponse, requestTime: TimeInterval, responseTime: TimeInterval
+    ) -> StoredResponse {
+        var updated = stored
+        let fresh = StoredResponse.fields(of: head).filter { !keptOn304.contains($0.name.lowercased()) }
+        let replaced = Set(fresh.map { $0.name.lowercased() })
+        updated.headers = stored.headers.filter { !replaced.contains($0.name.lowercased()) } + fresh
+        updated.headers.sort { $0.name.lowercased() < $1.name.lowercased() }
+        updated.requestTime = requestTime
+        updated.responseTime = responseTime
+        return updated
+    }
+
+    /// Whether the 304 (or HEAD) `head` describes `stored` (RFC 9111 4.3.4: the same strong validator, or none).
+    static func validates(_ head: HTTPURLResponse, _ stored: StoredResponse) -> Bool {
+        guard let etag = head.value(forHTTPHeaderField: "ETag") else {
+            guard let modified = head.value(forHTTPHeaderField: "Last-Modified") else { return true }
+            return stored.header("Last-Modified") == nil || stored.header("Last-Modified") == modified
+        }
+        return stored.header("ETag").map { weakComparison($0, etag) } ?? false
+    }
+
+    private static func weakComparison(_ a: String, _ b: String) -> Bool {
+        func opaque(_ tag: String) -> Substring {
+            let trimmed = tag.trimmingCharacters(in: .whitespaces)
+            return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : Substring(trimmed)
+        }
+        return opaque(a) == opaque(b)
+    }
+
+    /// The URLs a response `head` to an unsafe `request` invalidates (RFC 9111, 4.4): none for an error status (or a
+    /// safe method); otherwise the request's URL, and its `Location` and `Content-Location` when on the same origin.
+    static func invalidated(by head: HTTPURLResponse, for request: URLRequest) -> [URL] {
+        guard !safeMethods.contains(request.httpMethod ?? "GET"), head.statusCode < 400, let url = request.url else {
+            return []
+        }
+        var urls = [url]
+        for field in ["Location", "Content-Location"] {
+            guard let value = head.value(forHTTPHeaderField: field),
+                let target = URL(string: value, relativeTo: url)?.absoluteURL,
+                let origin = Origin.of(target), origin == Origin.of(url)
+            else { continue }
+            urls.append(target)
+        }
+        return urls
+    }
+}
