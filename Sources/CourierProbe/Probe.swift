@@ -39,6 +39,9 @@ enum Scenario: String, CaseIterable {
     /// A download into a folder this process may not write to (as `nobody` when run as root): `fileAccessFailed`
     /// whose reason names EACCES, where it used to say ENOENT.
     case readOnlyDownloadFolder = "read-only-download-folder"
+    /// Fills a `ResponseCache` on disk in the `--directory` from a server of its own and prints the URL it
+    /// stored (`url=…`), for the test that reads it back in another process.
+    case cacheFill = "cache-fill"
 }
 
 /// The parsed command line.
@@ -48,10 +51,12 @@ struct ProbeOptions {
     /// How many calls the mass-cancellation and upload scenarios make; each scenario has its own default.
     var count: Int?
     var timeLimit: Double = 240
+    /// The directory of `cache-fill`.
+    var directory: String?
 
     static let usage =
         "Usage: CourierProbe <\(Scenario.allCases.map(\.rawValue).joined(separator: "|"))> "
-        + "[--seed N] [--count N] [--time-limit SECONDS]"
+        + "[--seed N] [--count N] [--time-limit SECONDS] [--directory PATH]"
 
     init?(_ arguments: [String]) {
         var remaining = arguments[...]
@@ -66,6 +71,8 @@ struct ProbeOptions {
             case "--count":
                 guard let count = Int(value), count > 0 else { return nil }
                 self.count = count
+            case "--directory":
+                directory = value
             case "--time-limit":
                 guard let limit = Double(value), limit > 0 else { return nil }
                 timeLimit = limit
@@ -131,6 +138,7 @@ private func run(_ options: ProbeOptions) async -> (Bool, String) {
     case .specialFileBodies: return await specialFileBodies(server)
     case .declaredLengths: return await declaredLengths()
     case .readOnlyDownloadFolder: return await readOnlyDownloadFolder(server)
+    case .cacheFill: return await cacheFill(options.directory)
     }
 }
 

@@ -5,7 +5,7 @@ import Foundation
 // behaved. The tests run it as a child process (`CrashProbeTests`), so that a trap fails one test instead of
 // killing the test run. Progress goes to standard error, unbuffered, so a crash shows the step it happened in.
 //
-// Usage: CourierProbe <scenario> [--seed N] [--count N] [--time-limit SECONDS]
+// Usage: CourierProbe <scenario> [--seed N] [--count N] [--time-limit SECONDS] [--directory PATH]
 // Exit status: 0 behaved, 1 misbehaved, 2 usage, 3 did not finish within the time limit; a crash is a signal.
 
 if #available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *) {
