@@ -44,6 +44,9 @@ private func run(_ options: Options) async throws {
         try await InstructionCheck.run(baselinePath: baseline, update: update, count: count)
     case .outbox:
         try await runOutboxBenchmark(rounds: options.rounds ?? (options.quick ? 1 : 5))
+    case .cache:
+        try await runCacheBenchmark(
+            rounds: options.rounds ?? (options.quick ? 3 : 7), quick: options.quick, baseURL: options.baseURL)
     case .serveTransfers:
         let server = try TransferServer.start()
         FileHandle.standardOutput.write(Data((server.baseURL.absoluteString + "\n").utf8))

@@ -19,6 +19,8 @@ struct Options: Sendable {
         case checkInstructions(baseline: String, update: Bool, count: Int)
         /// The outbox's durable enqueue rate and its sending cost against `sequential()`.
         case outbox
+        /// What a `ResponseCache` saves: a fresh hit against a dictionary lookup and the network, a 304 against a 200.
+        case cache
         /// Serve `GET /bytes/<n>` and `POST|PUT /discard` in this process for the transfer scenarios.
         case serveTransfers
         /// One transfer in this process; prints its wall time and the process's peak resident set.
@@ -108,6 +110,12 @@ struct Options: Sendable {
                               durable Outbox enqueues per second from 1 and 16 callers, and small POSTs sent through
                               the outbox against sequential() (medians of N rounds, default 5; --quick: 1)
 
+        Cache:
+          --cache [--rounds N] [--quick] [--base-url URL]
+                              a fresh ResponseCache hit against a dictionary lookup + decode and against a network
+                              round trip, and a 304 revalidation of /large.json against its full 200, interleaved
+                              (medians of N rounds, default 7; --quick: 3 rounds of small chunks)
+
         Transfers (each in its own process, against a server in another; every byte checked):
           --transfers [--size BYTES] [--rounds N] [--json]
                               every scenario below as a child process, Courier and raw interleaved, N rounds
@@ -155,6 +163,7 @@ struct Options: Sendable {
             case "--write-fixtures": options.mode = .writeFixtures(directory: try value(for: argument))
             case "--serve": options.mode = .serve
             case "--outbox": options.mode = .outbox
+            case "--cache": options.mode = .cache
             case "--serve-transfers": options.mode = .serveTransfers
             case "--transfers": options.mode = .transfers
             case "--size": options.size = try number(for: argument, minimum: 1)
