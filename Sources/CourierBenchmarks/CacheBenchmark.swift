@@ -21,7 +21,9 @@ func runCacheBenchmark(rounds: Int, quick: Bool, baseURL: String?) async throws 
         let started = try LoopbackServer { request in
             let large = request.path == "/large.json"
             let tag = large ? "\"large\"" : "\"small\""
-            var headers = [ServerHeader(name: "ETag", value: tag), ServerHeader(name: "Cache-Control", value: "max-age=3600")]
+            var headers = [
+                ServerHeader(name: "ETag", value: tag), ServerHeader(name: "Cache-Control", value: "max-age=3600"),
+            ]
             if request.header("If-None-Match") == tag { return .respond(status: 304, headers: headers) }
             headers.append(ServerHeader(name: "Content-Type", value: "application/json"))
             return .respond(status: 200, headers: headers, body: large ? Fixtures.large : Fixtures.small)
@@ -76,7 +78,9 @@ func runCacheBenchmark(rounds: Int, quick: Bool, baseURL: String?) async throws 
             },
         ])
     var index = 0
-    print("ResponseCache, \(rounds) rounds (first discarded), medians per request, concurrency 1, \(server == nil ? base.absoluteString : "in-process loopback server"):")
+    print(
+        "ResponseCache, \(rounds) rounds (first discarded), medians per request, concurrency 1, \(server == nil ? base.absoluteString : "in-process loopback server"):"
+    )
     print("| scenario | client | wall µs/request | CPU µs/request | wall ratio to first |")
     print("|---|---|---:|---:|---:|")
     for comparison in [hits, validations] {

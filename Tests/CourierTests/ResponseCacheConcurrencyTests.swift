@@ -47,7 +47,8 @@ struct ResponseCacheConcurrencyTests {
                         return 0
                     default:
                         let method: HTTPMethod = index % 7 == 0 ? .head : .get
-                        let response = try await client.run(NetworkRequest<VoidRequest, Data>(path: path, method: method))
+                        let response = try await client.run(
+                            NetworkRequest<VoidRequest, Data>(path: path, method: method))
                         let expected = method == .head ? Data() : Data("body for \(path)".utf8)
                         return response.value == expected && response.statusCode == 200 ? 0 : 1
                     }
@@ -72,7 +73,10 @@ struct ResponseCacheConcurrencyTests {
         _ = try await client.run(NetworkRequest<VoidRequest, Data>(path: "/p1", method: .get))
         let revalidated = try await client.run(NetworkRequest<VoidRequest, Data>(path: "/p1", method: .get))
         #expect(hit.cacheStatus == .fresh && revalidated.cacheStatus == .revalidated)
-        #expect(transport.requests.map(\.description) == ["GET https://cache.test/p0", "GET https://cache.test/p1", "GET https://cache.test/p1"])
+        #expect(
+            transport.requests.map(\.description) == [
+                "GET https://cache.test/p0", "GET https://cache.test/p1", "GET https://cache.test/p1",
+            ])
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)

@@ -38,7 +38,8 @@ struct ResponseCacheDiskTests {
     func survivesANewProcess() async throws {
         let directory = cacheDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outcome = try await runProbe("cache-fill", arguments: ["--directory", directory.path], timeLimit: .seconds(120))
+        let outcome = try await runProbe(
+            "cache-fill", arguments: ["--directory", directory.path], timeLimit: .seconds(120))
         #expect(outcome.behaved, "\(outcome.ending)\n\(outcome.excerpt)")
         guard let line = outcome.output.split(separator: "\n").first(where: { $0.contains("url=") }),
             let url = URL(string: String(line[line.range(of: "url=")!.upperBound...]))
@@ -48,7 +49,8 @@ struct ResponseCacheDiskTests {
         }
         // The probe's server stopped with it: only the disk can answer.
         let cache = ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
-        let configuration = NetworkConfiguration(transport: InMemoryTransport { _ in throw URLError(.cannotConnectToHost) }, baseURL: url)
+        let configuration = NetworkConfiguration(
+            transport: InMemoryTransport { _ in throw URLError(.cannotConnectToHost) }, baseURL: url)
         configuration.responseCache = cache
         let response = try await NetworkClient(configuration: configuration).run(
             NetworkRequest<VoidRequest, Data>(method: .get))
@@ -68,7 +70,8 @@ struct ResponseCacheDiskTests {
         let files = cacheFiles(in: directory)
         #expect(files.count == 1)
         let manager = FileManager.default
-        let directoryMode = (try manager.attributesOfItem(atPath: directory.path)[.posixPermissions] as? NSNumber)?.intValue
+        let directoryMode = (try manager.attributesOfItem(atPath: directory.path)[.posixPermissions] as? NSNumber)?
+            .intValue
         #expect(directoryMode == 0o700)
         for name in (try manager.contentsOfDirectory(atPath: directory.path)) {
             let path = directory.appendingPathComponent(name).path
@@ -81,7 +84,9 @@ struct ResponseCacheDiskTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("A damaged entry (truncated, bit flipped, emptied) is a miss, and its file is removed", arguments: ["truncated", "bit flipped", "emptied"])
+    @Test(
+        "A damaged entry (truncated, bit flipped, emptied) is a miss, and its file is removed",
+        arguments: ["truncated", "bit flipped", "emptied"])
     func damagedEntry(_ damage: String) async throws {
         let directory = cacheDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -202,7 +202,8 @@ struct ResponseCacheTests {
     @Test("Vary: a request with another value of the varying field is not served the stored response")
     func varyMismatch() async throws {
         let origin = try CacheOrigin { request, _ in
-            cacheable(request.header("Accept-Language") ?? "none", ["Cache-Control": "max-age=60", "Vary": "Accept-Language"])
+            cacheable(
+                request.header("Accept-Language") ?? "none", ["Cache-Control": "max-age=60", "Vary": "Accept-Language"])
         }
         try await origin.get(headers: ["Accept-Language": "en"])
         let other = try await origin.get(headers: ["Accept-Language": "fr"])
@@ -283,7 +284,8 @@ struct ResponseCacheTests {
     @Test("A failed DELETE invalidates nothing")
     func failedUnsafeKeeps() async throws {
         let origin = try CacheOrigin { request, n in
-            request.method == "DELETE" ? cacheable("no", status: 403, [:]) : cacheable("v\(n)", ["Cache-Control": "max-age=60"])
+            request.method == "DELETE"
+                ? cacheable("no", status: 403, [:]) : cacheable("v\(n)", ["Cache-Control": "max-age=60"])
         }
         try await origin.get()
         _ = try? await origin.get(method: .delete)
@@ -384,7 +386,9 @@ struct ResponseCacheTests {
     @Test("stale-if-error serves the stale body when the server answers 503")
     func staleIfErrorOn503() async throws {
         let origin = try CacheOrigin { _, n in
-            n == 1 ? cacheable("kept", ["Cache-Control": "max-age=0, stale-if-error=600"]) : cacheable("down", status: 503, [:])
+            n == 1
+                ? cacheable("kept", ["Cache-Control": "max-age=0, stale-if-error=600"])
+                : cacheable("down", status: 503, [:])
         }
         try await origin.get()
         let stale = try await origin.get()
@@ -411,9 +415,11 @@ struct ResponseCacheTests {
         #expect(stale.text == "v1" && stale.response.cacheStatus == .staleWhileRevalidating)
         #expect(await eventually { origin.count == 2 })
         // The background answer replaced the stored one.
-        #expect(await eventually(timeout: promptly) {
-            origin.cache.lookup(CacheKey(url: origin.server.url("/r").absoluteString, partition: ""))?.body == Data("v2".utf8)
-        })
+        #expect(
+            await eventually(timeout: promptly) {
+                origin.cache.lookup(CacheKey(url: origin.server.url("/r").absoluteString, partition: ""))?.body
+                    == Data("v2".utf8)
+            })
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -432,7 +438,8 @@ struct ResponseCacheTests {
     func cachedRedirect() async throws {
         let origin = try CacheOrigin { request, n in
             request.path == "/old"
-                ? .redirect(status: 301, location: "/new", headers: [ServerHeader(name: "Cache-Control", value: "max-age=60")])
+                ? .redirect(
+                    status: 301, location: "/new", headers: [ServerHeader(name: "Cache-Control", value: "max-age=60")])
                 : cacheable("new\(n)", ["Cache-Control": "max-age=60"])
         }
         let first = try await origin.get("/old")
@@ -457,7 +464,9 @@ struct ResponseCacheTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A stored body larger than a request's size limit is refused like a network one")
     func sizeLimitHoldsForCachedBodies() async throws {
-        let origin = try CacheOrigin { _, _ in cacheable(String(repeating: "x", count: 1_000), ["Cache-Control": "max-age=60"]) }
+        let origin = try CacheOrigin { _, _ in
+            cacheable(String(repeating: "x", count: 1_000), ["Cache-Control": "max-age=60"])
+        }
         try await origin.get()
         let error = await #expect(throws: NetworkClientError.self) {
             try await origin.client.run(

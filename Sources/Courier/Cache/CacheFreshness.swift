@@ -15,7 +15,10 @@ struct CacheFreshness: Sendable {
     init(_ stored: StoredResponse, now: TimeInterval) {
         let control = stored.cacheControl
         let date = stored.header("Date").flatMap(HTTPDate.parse) ?? stored.responseTime
-        let ageValue = stored.header("Age").flatMap { CacheControl.deltaSeconds($0.split(separator: ",")[0].trimmingCharacters(in: .whitespaces)) }.map(TimeInterval.init) ?? 0
+        let ageValue =
+            stored.header("Age").flatMap {
+                CacheControl.deltaSeconds($0.split(separator: ",")[0].trimmingCharacters(in: .whitespaces))
+            }.map(TimeInterval.init) ?? 0
         let apparentAge = max(0, stored.responseTime - date)
         let responseDelay = max(0, stored.responseTime - stored.requestTime)
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)

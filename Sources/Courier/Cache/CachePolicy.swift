@@ -19,10 +19,14 @@ enum CachePolicy {
     static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE"]
 
     /// The request fields that make a request the caller's own conditional or partial one: the cache lets it through.
-    static let callerConditionals = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"]
+    static let callerConditionals = [
+        "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range",
+    ]
 
     /// The header fields a 304 never updates (RFC 9111, 3.2: a cache keeps its stored framing).
-    static let keptOn304: Set<String> = ["content-length", "content-encoding", "transfer-encoding", "content-range", "content-type"]
+    static let keptOn304: Set<String> = [
+        "content-length", "content-encoding", "transfer-encoding", "content-range", "content-type",
+    ]
 
     /// The request's own `Cache-Control` (or `Pragma: no-cache` when it has none, RFC 9111 5.4).
     static func requestControl(_ request: URLRequest) -> CacheControl {
@@ -71,8 +75,10 @@ enum CachePolicy {
         for name in names {
             let raw = request.value(forHTTPHeaderField: name)
             let normalised = raw.map { value in
-                CacheControl.split(value).map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
-                    .joined(separator: ",")
+                CacheControl.split(value).map {
+                    $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+                }
+                .joined(separator: ",")
             }
             values[name] = normalised.map { SHA256Digest.hex("v\n" + $0) } ?? "-"
         }

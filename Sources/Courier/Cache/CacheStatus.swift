@@ -29,6 +29,8 @@ public enum CacheStatus: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// A short name: `network`, `fresh`, `revalidated`, `stale-while-revalidate`, `stale-if-error` or
+    /// `unavailable (only-if-cached)`.
     public var description: String {
         switch self {
         case .network: "network"

@@ -251,7 +251,8 @@ final class DiskStore: Sendable {
             metadata.key == keyCheck(key)
         else { return nil }
         return StoredResponse(
-            status: metadata.status, headers: metadata.headers, body: payload.subdata(in: (jsonStart + length)..<payload.endIndex),
+            status: metadata.status, headers: metadata.headers,
+            body: payload.subdata(in: (jsonStart + length)..<payload.endIndex),
             requestTime: metadata.requestTime, responseTime: metadata.responseTime, varyValues: metadata.varyValues)
     }
 

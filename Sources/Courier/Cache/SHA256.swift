@@ -50,7 +50,9 @@ struct SHA256Digest: Sendable {
         let bitLength = length &* 8
         pending.append(0x80)
         while pending.count % 64 != 56 { pending.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { pending.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            pending.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
         let tail = pending
         tail.withUnsafeBufferPointer { tail in
             for start in stride(from: 0, to: tail.count, by: 64) {
