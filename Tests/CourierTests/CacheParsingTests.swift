@@ -13,6 +13,9 @@ struct CacheParsingTests {
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == expected)
         #expect(HTTPDate.format(expected) == "Sun, 06 Nov 1994 08:49:37 GMT")
         #expect(HTTPDate.parse("0") == nil)
+        #expect(HTTPDate.parse("Sun 06 Nov 1994 08:49:37 GMT") == nil)  // no comma
+        #expect(HTTPDate.parse("Sun, 06 Nov  1994 08:49:37 GMT") == nil)  // two spaces
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 8:49:37 GMT") == nil)  // one-digit hour
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
     }
 
@@ -24,6 +27,18 @@ struct CacheParsingTests {
         #expect(invalid.maxAge == nil && invalid.invalidMaxAge)
         #expect(CacheControl("max-age=99999999999999999999").maxAge == Int(Int32.max))
         #expect(CacheControl("max-age=10, max-age=20").maxAge == 10)
+    }
+
+    @Test("Hop-by-hop fields, the fields Connection names and Set-Cookie are not stored")
+    func storedFields() throws {
+        let head = try #require(
+            HTTPURLResponse(
+                url: URL(string: "https://cache.test/")!, statusCode: 200, httpVersion: "HTTP/1.1",
+                headerFields: [
+                    "Connection": "a, b", "a": "1", "b": "2", "c": "3", "Keep-Alive": "timeout=5",
+                    "Set-Cookie": "s=1",
+                ]))
+        #expect(StoredResponse.fields(of: head).map { $0.name.lowercased() } == ["c"])
     }
 
     @Test("SHA-256 matches the FIPS 180-4 test vectors")

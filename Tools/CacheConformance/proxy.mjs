@@ -41,8 +41,15 @@ http.createServer((req, res) => {
         if (!dropped.has(name.toLowerCase())) res.setHeader(name, value)
       }
       res.setHeader('X-Courier-Cache', answer.cacheStatus)
+      const bytes = Buffer.from(answer.body, 'base64')
+      const length = answer.headers.find(([name]) => name.toLowerCase() === 'content-length')
+      if (req.method === 'HEAD') {
+        if (length) res.setHeader('Content-Length', length[1])
+      } else if (![204, 304].includes(answer.status) && answer.status >= 200) {
+        res.setHeader('Content-Length', bytes.length)
+      }
       res.writeHead(answer.status)
-      res.end(req.method === 'HEAD' ? undefined : Buffer.from(answer.body, 'base64'))
+      res.end(req.method === 'HEAD' ? undefined : bytes)
     })
     const headers = []
     for (let i = 0; i < req.rawHeaders.length; i += 2) headers.push([req.rawHeaders[i], req.rawHeaders[i + 1]])

@@ -11,10 +11,10 @@ for (const name of ['chrome', 'firefox', 'safari']) {
   engines[name] = JSON.parse(fs.readFileSync(path.resolve(dir, `results/${name}.json`), 'utf8'))
 }
 const tests = suites.flatMap(suite => suite.tests)
-  .filter(test => !test.cdn_only && !test.browser_only)
+  .filter(test => !test.cdn_only && !test.browser_only && !test.browser_skip)
   .filter(test => !excluded.some(prefix => test.id.startsWith(prefix)))
 const kinds = ['required', 'optimal', 'check']
-console.log(`Tests: ${tests.length} (cdn_only and browser_only left out${excluded.length ? `; excluded: ${excluded.join(', ')}` : ''})`)
+console.log(`Tests: ${tests.length} of the private-cache subset (cdn_only, browser_only and browser_skip left out, as for browsers${excluded.length ? `; excluded: ${excluded.join(', ')}` : ''})`)
 console.log('| engine | ' + kinds.map(k => `${k} pass`).join(' | ') + ' |')
 console.log('|---|' + kinds.map(() => '---:').join('|') + '|')
 for (const [name, results] of Object.entries(engines)) {

@@ -5,38 +5,56 @@ import Foundation
 enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
-    /// Seconds since 1970 for `text`, or `nil` when it is not an HTTP date.
+    /// Seconds since 1970 for `text`, or `nil` when it is not an HTTP date in one of the three exact forms (RFC 9110
+    /// asks a recipient to treat anything else, a missing comma or a one-digit hour included, as invalid):
     ///
     /// - `Sun, 06 Nov 1994 08:49:37 GMT` (IMF-fixdate)
     /// - `Sunday, 06-Nov-94 08:49:37 GMT` (RFC 850; a two-digit year is taken within 50 years of 2000)
     /// - `Sun Nov  6 08:49:37 1994` (asctime)
     static func parse(_ text: String) -> TimeInterval? {
-        let tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" }).map(String.init)
+        let tokens = text.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: false)
+            .map(String.init)
         var day: Int?
         var month: Int?
         var year: Int?
         var time: (Int, Int, Int)?
-        if tokens.count == 6, tokens[5].uppercased() == "GMT" {  // IMF-fixdate: Sun 06 Nov 1994 08:49:37 GMT
-            day = Int(tokens[1])
+        if tokens.count == 6, tokens[5] == "GMT", tokens[0].count == 4, tokens[0].hasSuffix(","),
+            tokens[1].count == 2, tokens[3].count == 4
+        {  // IMF-fixdate
+            day = number(tokens[1])
             month = monthNumber(tokens[2])
-            year = tokens[3].count == 4 ? Int(tokens[3]) : nil
+            year = number(tokens[3])
             time = clock(tokens[4])
-        } else if tokens.count == 4, tokens[3].uppercased() == "GMT" {  // RFC 850: Sunday 06-Nov-94 08:49:37 GMT
-            let parts = tokens[1].split(separator: "-").map(String.init)
-            guard parts.count == 3, let short = Int(parts[2]), parts[2].count == 2 else { return nil }
-            day = Int(parts[0])
+        } else if tokens.count == 4, tokens[3] == "GMT", tokens[0].hasSuffix(",") {  // RFC 850
+            let parts = tokens[1].split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 3, parts[0].count == 2, parts[2].count == 2, let short = number(parts[2]) else {
+                return nil
+            }
+            day = number(parts[0])
             month = monthNumber(parts[1])
             year = short < 50 ? 2000 + short : 1900 + short
             time = clock(tokens[2])
-        } else if tokens.count == 5 {  // asctime: Sun Nov 6 08:49:37 1994
+        } else if tokens.count == 6, tokens[2].isEmpty, tokens[3].count == 1, tokens[5].count == 4 {
+            // asctime with a one-digit day: "Sun Nov  6 08:49:37 1994"
             month = monthNumber(tokens[1])
-            day = Int(tokens[2])
+            day = number(tokens[3])
+            time = clock(tokens[4])
+            year = number(tokens[5])
+        } else if tokens.count == 5, tokens[2].count == 2, tokens[4].count == 4 {  // asctime, two-digit day
+            month = monthNumber(tokens[1])
+            day = number(tokens[2])
             time = clock(tokens[3])
-            year = tokens[4].count == 4 ? Int(tokens[4]) : nil
+            year = number(tokens[4])
         }
         guard let day, let month, let year, let time, (1...31).contains(day) else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
         return TimeInterval(days * 86_400 + time.0 * 3_600 + time.1 * 60 + time.2)
+    }
+
+    /// Digits only.
+    private static func number(_ text: String) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int(text)
     }
 
     /// The IMF-fixdate of `seconds` since 1970.
@@ -57,7 +75,9 @@ enum HTTPDate {
     }
 
     private static func clock(_ text: String) -> (Int, Int, Int)? {
-        let parts = text.split(separator: ":").compactMap { Int($0) }
+        let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard pieces.count == 3, pieces.allSatisfy({ $0.count == 2 }) else { return nil }
+        let parts = pieces.compactMap { number(String($0)) }
         guard parts.count == 3, (0...23).contains(parts[0]), (0...59).contains(parts[1]), (0...60).contains(parts[2])
         else { return nil }
         return (parts[0], parts[1], parts[2])

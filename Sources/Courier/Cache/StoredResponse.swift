@@ -54,12 +54,23 @@ struct StoredResponse: Sendable, Codable, Equatable {
         return HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
     }
 
+    /// The fields a cache never keeps: `Set-Cookie` (Courier's rule) and the hop-by-hop fields (RFC 9111, 3.1),
+    /// besides the ones a `Connection` field names.
+    static let neverStored: Set<String> = [
+        "set-cookie", "set-cookie2", "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding",
+        "upgrade",
+    ]
+
     /// The header fields of `head`, minus the ones a cache never keeps.
     static func fields(of head: HTTPURLResponse) -> [HeaderField] {
-        head.allHeaderFields.compactMap { key, value -> HeaderField? in
-            guard let name = key as? String, let value = value as? String else { return nil }
-            let lowered = name.lowercased()
-            guard lowered != "set-cookie", lowered != "set-cookie2" else { return nil }
+        var dropped = neverStored
+        if let connection = head.value(forHTTPHeaderField: "Connection") {
+            dropped.formUnion(CacheControl.split(connection).map { $0.lowercased() })
+        }
+        return head.allHeaderFields.compactMap { key, value -> HeaderField? in
+            guard let name = key as? String, let value = value as? String, !dropped.contains(name.lowercased()) else {
+                return nil
+            }
             return HeaderField(name: name, value: value)
         }.sorted { $0.name.lowercased() < $1.name.lowercased() }
     }

@@ -79,7 +79,7 @@ if #available(macOS 13.0, *) {
     let decoder = JSONDecoder()
     while let line = readLine(strippingNewline: true) {
         guard let incoming = try? decoder.decode(Incoming.self, from: Data(line.utf8)) else { continue }
-        Task { await handle(incoming, client: client) }
+        Task.detached { await handle(incoming, client: client) }
     }
     // Standard input closed: let the requests in flight finish.
     Thread.sleep(forTimeInterval: 15)
