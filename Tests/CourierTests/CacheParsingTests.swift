@@ -12,6 +12,8 @@ struct CacheParsingTests {
         #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == expected)
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == expected)
         #expect(HTTPDate.format(expected) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 gmt") == expected)
+        #expect(HTTPDate.parse("Thursday, 18-Aug-50 02:01:18 GMT") == HTTPDate.parse("Thu, 18 Aug 2050 02:01:18 GMT"))
         #expect(HTTPDate.parse("0") == nil)
         #expect(HTTPDate.parse("Sun 06 Nov 1994 08:49:37 GMT") == nil)  // no comma
         #expect(HTTPDate.parse("Sun, 06 Nov  1994 08:49:37 GMT") == nil)  // two spaces

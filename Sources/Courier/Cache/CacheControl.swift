@@ -16,6 +16,8 @@ struct CacheControl: Sendable, Equatable {
     var isPrivate = false
     var onlyIfCached = false
     var immutable = false
+    /// `must-understand`: store only a status the cache understands, and then `no-store` does not apply.
+    var mustUnderstand = false
     var maxAge: Int?
     /// Whether `max-age` was present with an invalid value (a response so marked is stale).
     var invalidMaxAge = false
@@ -50,6 +52,7 @@ struct CacheControl: Sendable, Equatable {
             case "private": isPrivate = true
             case "only-if-cached": onlyIfCached = true
             case "immutable": immutable = true
+            case "must-understand": mustUnderstand = true
             case "max-age":
                 maxAge = seconds
                 invalidMaxAge = seconds == nil

@@ -12,6 +12,9 @@ enum CachePolicy {
     /// not combine partial responses).
     static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
 
+    /// The statuses whose caching rules Courier implements, for `must-understand` (RFC 9111, 5.2.2.3).
+    static let understoodStatuses: Set<Int> = heuristicallyCacheable.union([302, 303, 307])
+
     /// The statuses after which `stale-if-error` may serve a stale response (RFC 5861, 4).
     static let errorStatuses: Set<Int> = [500, 502, 503, 504]
 
@@ -52,7 +55,11 @@ enum CachePolicy {
         guard status >= 200, status < 600, status != 206, status != 304 else { return false }
         guard !requestControl(request).noStore else { return false }
         let control = CacheControl(head.value(forHTTPHeaderField: "Cache-Control"))
-        if control.noStore { return false }
+        if control.mustUnderstand {
+            guard understoodStatuses.contains(status) else { return false }
+        } else if control.noStore {
+            return false
+        }
         if let vary = head.value(forHTTPHeaderField: "Vary"), varyNames(vary) == nil { return false }  // Vary: *
         let explicit =
             control.maxAge != nil || control.invalidMaxAge || head.value(forHTTPHeaderField: "Expires") != nil

@@ -9,7 +9,8 @@ enum HTTPDate {
     /// asks a recipient to treat anything else, a missing comma or a one-digit hour included, as invalid):
     ///
     /// - `Sun, 06 Nov 1994 08:49:37 GMT` (IMF-fixdate)
-    /// - `Sunday, 06-Nov-94 08:49:37 GMT` (RFC 850; a two-digit year is taken within 50 years of 2000)
+    /// - `Sunday, 06-Nov-94 08:49:37 GMT` (RFC 850; a two-digit year more than 50 years ahead is taken in the past
+    ///   century, as RFC 9110 asks)
     /// - `Sun Nov  6 08:49:37 1994` (asctime)
     static func parse(_ text: String) -> TimeInterval? {
         let tokens = text.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: false)
@@ -18,21 +19,23 @@ enum HTTPDate {
         var month: Int?
         var year: Int?
         var time: (Int, Int, Int)?
-        if tokens.count == 6, tokens[5] == "GMT", tokens[0].count == 4, tokens[0].hasSuffix(","),
+        if tokens.count == 6, tokens[5].uppercased() == "GMT", tokens[0].count == 4, tokens[0].hasSuffix(","),
             tokens[1].count == 2, tokens[3].count == 4
         {  // IMF-fixdate
             day = number(tokens[1])
             month = monthNumber(tokens[2])
             year = number(tokens[3])
             time = clock(tokens[4])
-        } else if tokens.count == 4, tokens[3] == "GMT", tokens[0].hasSuffix(",") {  // RFC 850
+        } else if tokens.count == 4, tokens[3].uppercased() == "GMT", tokens[0].hasSuffix(",") {  // RFC 850
             let parts = tokens[1].split(separator: "-", omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 3, parts[0].count == 2, parts[2].count == 2, let short = number(parts[2]) else {
                 return nil
             }
             day = number(parts[0])
             month = monthNumber(parts[1])
-            year = short < 50 ? 2000 + short : 1900 + short
+            let thisYear = civil(fromDays: Int(Date().timeIntervalSince1970 / 86_400)).0
+            let candidate = thisYear - thisYear % 100 + short
+            year = candidate > thisYear + 50 ? candidate - 100 : candidate
             time = clock(tokens[2])
         } else if tokens.count == 6, tokens[2].isEmpty, tokens[3].count == 1, tokens[5].count == 4 {
             // asctime with a one-digit day: "Sun Nov  6 08:49:37 1994"
