@@ -77,9 +77,9 @@ public final class NetworkConfiguration: Sendable {
     ///
     /// No double caching: every request the cache sends has the cache policy `.reloadIgnoringLocalCacheData`, so the
     /// session's `URLCache` never answers it, and a session Courier creates does not store its response in `URLCache`
-    /// either (on Linux Courier's sessions have no `URLCache` at all). A session you pass with
-    /// ``init(session:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)`` and a delegate of its own may still
-    /// store responses in its `URLCache`; they are never read back.
+    /// either (on Linux Courier's sessions have no `URLCache` at all). A session you pass to
+    /// ``init(session:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)`` (`URLSession.shared` for example)
+    /// may still store responses in its `URLCache`; they are never read back.
     public var responseCache: ResponseCache? {
         get { settings.withLock { $0.responseCache } }
         set { settings.withLock { $0.responseCache = newValue } }
