@@ -26,10 +26,30 @@ struct StoredResponse: Sendable, Codable, Equatable {
         var value: String
     }
 
-    /// The value of the field `name` (case-insensitive), repeated fields joined by ", ".
+    /// The value of the field `name` (ASCII case-insensitive), repeated fields joined by ", ".
     func header(_ name: String) -> String? {
-        let values = headers.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
-        return values.isEmpty ? nil : values.joined(separator: ", ")
+        var found: String?
+        for field in headers where Self.sameName(field.name, name) {
+            found = found.map { $0 + ", " + field.value } ?? field.value
+        }
+        return found
+    }
+
+    /// Whether two field names are equal ignoring ASCII case, without Foundation's locale-aware comparison.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        var left = a.utf8.makeIterator()
+        var right = b.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case (let x?, let y?):
+                if x == y { continue }
+                let lowerX = x >= 0x41 && x <= 0x5A ? x | 0x20 : x
+                let lowerY = y >= 0x41 && y <= 0x5A ? y | 0x20 : y
+                if lowerX != lowerY { return false }
+            default: return false
+            }
+        }
     }
 
     /// The cache's own accounting of its size: the body plus the header bytes.
@@ -43,11 +63,14 @@ struct StoredResponse: Sendable, Codable, Equatable {
     /// The head served for `url`, with `Age` set to `age` seconds.
     func head(for url: URL, age: Int) -> HTTPURLResponse? {
         var fields: [String: String] = [:]
-        for field in headers where field.name.caseInsensitiveCompare("Age") != .orderedSame {
-            if let existing = fields.first(where: { $0.key.caseInsensitiveCompare(field.name) == .orderedSame }) {
-                fields[existing.key] = existing.value + ", " + field.value
+        // Sorted by lowercased name (see fields(of:)): a repeated field follows its first occurrence.
+        var previous: String?
+        for field in headers where !Self.sameName(field.name, "Age") {
+            if let name = previous, Self.sameName(name, field.name), let value = fields[name] {
+                fields[name] = value + ", " + field.value
             } else {
                 fields[field.name] = field.value
+                previous = field.name
             }
         }
         fields["Age"] = String(age)
