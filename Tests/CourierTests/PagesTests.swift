@@ -152,11 +152,14 @@ struct PagesTests {
     @Test("StubNetworkClient serves pages by Link")
     func stubPages() async throws {
         let stub = StubNetworkClient()
-        stub.stub(where: { $0.path == "/items" || $0.baseURL?.query == "page=2" }) { request in
-            let second = request.baseURL?.query == "page=2"
-            let body = try! JSONEncoder().encode(RowsPage(rows: second ? [2] : [1], next: nil))
-            return .body(body, statusCode: 200, headers: second ? [:] : ["Link": "</items?page=2>; rel=\"next\""])
-        }
+        stub.stub(
+            where: { $0.path == "/items" || $0.baseURL?.query == "page=2" },
+            answer: { request in
+                let second = request.baseURL?.query == "page=2"
+                let body = try! JSONEncoder().encode(RowsPage(rows: second ? [2] : [1], next: nil))
+                return .body(
+                    body, statusCode: 200, headers: second ? [:] : ["Link": "</items?page=2>; rel=\"next\""])
+            })
         let pages = stub.pages(of: NetworkRequest<VoidRequest, RowsPage>(path: "/items", method: .get))
         var rows: [Int] = []
         for try await page in pages { rows += page.value.rows }
