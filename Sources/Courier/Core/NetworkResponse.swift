@@ -12,6 +12,8 @@ public struct NetworkResponse<ResponseModel> {
     public let response: URLResponse
     /// The raw response body, exactly as received.
     public let data: Data
+    /// What the call cost: times, bytes, redirects, attempts (see ``RequestMetrics``).
+    public var metrics: RequestMetrics
 
     /// The HTTP status code, or `0` when `response` is not an `HTTPURLResponse` (possible only in test doubles).
     public var statusCode: Int {
@@ -23,10 +25,13 @@ public struct NetworkResponse<ResponseModel> {
     ///   - value: The decoded value.
     ///   - response: The response metadata, usually an `HTTPURLResponse`.
     ///   - data: The raw body; empty by default.
-    public init(value: ResponseModel, response: URLResponse, data: Data = Data()) {
+    ///   - metrics: What the call cost; `nil` (the default) for metrics of a call made now without the network
+    ///     (``RequestMetrics/init(start:requestStart:responseStart:end:bytesSent:bytesReceived:redirects:attempts:shared:fromCache:)``).
+    public init(value: ResponseModel, response: URLResponse, data: Data = Data(), metrics: RequestMetrics? = nil) {
         self.value = value
         self.response = response
         self.data = data
+        self.metrics = metrics ?? RequestMetrics()
     }
 }
 

@@ -76,7 +76,10 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             leave(key: key, waiterID: waiterID)
         }
         // The key includes the response type, so every waiter of a call expects this exact type.
-        return outcome as! NetworkResponse<ResponseModel>
+        let delivered = outcome as! Delivered
+        var response = delivered.value as! NetworkResponse<ResponseModel>
+        if delivered.shared { response.metrics.shared = true }
+        return response
     }
 
     private func join(
@@ -122,10 +125,17 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             }
             return Array(call.waiters.values)
         }
+        let delivered = result.map { Delivered(value: $0, shared: waiters.count > 1) as any Sendable }
         for waiter in waiters {
             if let report, let listener = waiter.listener { SendReportListener.deliver(report, to: listener) }
-            waiter.continuation.resume(with: result)
+            waiter.continuation.resume(with: delivered)
         }
+    }
+
+    /// A shared call's value, and whether it went to more than one waiter (``RequestMetrics/shared``).
+    private struct Delivered: Sendable {
+        let value: any Sendable
+        let shared: Bool
     }
 
     private func leave(key: RequestKey, waiterID: UInt64) {
