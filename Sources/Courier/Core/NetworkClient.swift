@@ -128,7 +128,10 @@ public final class NetworkClient: NetworkClientProtocol {
             throw NetworkClientError.transportFailed(RequestMetrics.attach(meter.finished(), to: failure))
         }
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
-        if let file { return NetworkResponse(value: file as! ResponseModel, response: head, metrics: meter.finished()) }
+        if let file {
+            return NetworkResponse(
+                value: file as! ResponseModel, response: head, data: Data(), metrics: meter.finished())
+        }
         guard ResponseKinds.accepts(head.statusCode, accepted) else {
             throw NetworkClientError.unacceptableStatusCode(
                 statusCode: head.statusCode,

@@ -20,18 +20,27 @@ public struct NetworkResponse<ResponseModel> {
         (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
-    /// Creates a response, for example in a test double of ``NetworkClientProtocol``.
+    /// Creates a response, for example in a test double of ``NetworkClientProtocol``. Its ``metrics`` are those of a
+    /// call made now without the network (see ``RequestMetrics``).
     /// - Parameters:
     ///   - value: The decoded value.
     ///   - response: The response metadata, usually an `HTTPURLResponse`.
     ///   - data: The raw body; empty by default.
-    ///   - metrics: What the call cost; `nil` (the default) for metrics of a call made now without the network
-    ///     (``RequestMetrics/init(start:requestStart:responseStart:end:bytesSent:bytesReceived:redirects:attempts:shared:fromCache:)``).
-    public init(value: ResponseModel, response: URLResponse, data: Data = Data(), metrics: RequestMetrics? = nil) {
+    public init(value: ResponseModel, response: URLResponse, data: Data = Data()) {
+        self.init(value: value, response: response, data: data, metrics: RequestMetrics())
+    }
+
+    /// Creates a response with the metrics of the call that received it.
+    /// - Parameters:
+    ///   - value: The decoded value.
+    ///   - response: The response metadata, usually an `HTTPURLResponse`.
+    ///   - data: The raw body.
+    ///   - metrics: What the call cost.
+    public init(value: ResponseModel, response: URLResponse, data: Data, metrics: RequestMetrics) {
         self.value = value
         self.response = response
         self.data = data
-        self.metrics = metrics ?? RequestMetrics()
+        self.metrics = metrics
     }
 }
 

@@ -16,7 +16,7 @@ import FoundationNetworking
 ///   body are handed over together once the whole response arrived: `responseStart` is then that moment, close to
 ///   `end`, not when the head came.
 /// - A response made without a network call (a ``StubNetworkClient`` answer, a test double's
-///   ``NetworkResponse/init(value:response:data:metrics:)``) carries the time it was made as `start` and `end`,
+///   ``NetworkResponse/init(value:response:data:)``) carries the time it was made as `start` and `end`,
 ///   `nil` for `requestStart` and `responseStart`, no bytes and one attempt.
 public struct RequestMetrics: Sendable, Hashable {
     /// When the call started: the client at the bottom of the stack began to build the request.
