@@ -59,6 +59,10 @@ public final class ThrottledClient: NetworkClientProtocol {
     /// The callers waiting for their turn now.
     public var waitingCount: Int { gate.counts.waiting }
 
+    /// When the pause of the origin of requests without a base URL override ends, in uptime nanoseconds; `nil` when
+    /// it is not paused (for tests).
+    var pauseEnd: UInt64? { gate.pauseEnd(origin: "") }
+
     /// Runs `networkRequest` once its turn comes: a free slot, a token when ``perSecond`` is set, and no pause of its
     /// origin.
     ///
@@ -159,6 +163,10 @@ final class ThrottleGate: Sendable {
             }
             waiter?.continuation.resume(throwing: CancellationError())
         }
+    }
+
+    func pauseEnd(origin: String) -> UInt64? {
+        state.withLock { $0.pausedUntil[origin] }
     }
 
     /// A call ended: its slot goes to the next caller.
