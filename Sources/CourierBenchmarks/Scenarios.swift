@@ -37,6 +37,8 @@ struct Clients: Sendable {
     let courier: CourierCalls<NetworkClient>
     let deduplicated: CourierCalls<DeduplicatingClient>
     let sequential: CourierCalls<SequentialClient>
+    /// `throttled(maxConcurrent: 16)`: at concurrency 16 it never makes a caller wait, so the row is its own cost.
+    let throttled: CourierCalls<ThrottledClient>
     /// Raw URLSession on a session of its own made from `URLSessionConfiguration.default` (on Linux without a
     /// `URLCache`, like the one Courier creates).
     let rawOwnSession: RawCalls
@@ -58,6 +60,7 @@ struct Clients: Sendable {
         courier = CourierCalls(client: client)
         deduplicated = CourierCalls(client: client.deduplicated())
         sequential = CourierCalls(client: client.sequential())
+        throttled = CourierCalls(client: client.throttled(maxConcurrent: 16))
         rawOwnSession = RawCalls(
             session: URLSession(configuration: Target.sessionConfiguration(.default)), base: target.base)
         courierOwnSession = CourierCalls(
@@ -156,6 +159,7 @@ func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> 
     let courier = clients.courier
     let deduplicated = clients.deduplicated
     let sequential = clients.sequential
+    let throttled = clients.throttled
     var result: [Comparison] = []
     for concurrency in [1, 16, 64] {
         func small(_ client: String, _ operation: @escaping @Sendable (Int) async throws -> Void) -> Contender {
@@ -169,6 +173,9 @@ func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> 
         ]
         if concurrency == 1 {
             contenders.append(small("Courier .sequential()") { try await sequential.small($0) })
+        }
+        if concurrency == 16 {
+            contenders.append(small("Courier .throttled(maxConcurrent: 16)") { try await throttled.small($0) })
         }
         result.append(Comparison(scenario: "small GET", contenders: contenders))
     }

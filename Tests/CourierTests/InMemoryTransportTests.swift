@@ -551,7 +551,7 @@ struct InMemoryTransportTests {
         await outbox.close()
 
         let (entry, memo) = try #require(received.withLock { $0.first })
-        #expect(entry.id == id)
+        #expect(entry.ticket == id)
         #expect(memo == Memo(id: 8, text: "later"))
         let sent = try #require(transport.requests.first)
         #expect(transport.requests.count == 1)

@@ -83,7 +83,7 @@ struct OutboxHostileTests {
         reopened.onResult(kind: "s", as: VoidResponse.self) { entry, _ in handled.withLock { $0.append(entry.id) } }
         #expect(await eventually { reopened.pendingCount == 0 })
         await reopened.close()
-        #expect(handled.withLock { $0 } == [kept])
+        #expect(handled.withLock { $0 } == [kept.id])
         #expect(!client.paths.contains("/failed"))
         var quarantined: [String] = []
         for await event in events { if case .quarantined(let file, _, _) = event { quarantined.append(file) } }
@@ -303,7 +303,7 @@ struct OutboxHostileTests {
         }
         #expect(await eventually { reopened.pendingCount == 0 })
         await reopened.close()
-        #expect(handled.withLock { $0 } == [id])
+        #expect(handled.withLock { $0 } == [id.id])
         // The result was kept: the entry was not sent a second time.
         #expect(client.paths == ["/once"])
     }

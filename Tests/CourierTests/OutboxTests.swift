@@ -58,7 +58,7 @@ struct OutboxTests {
         #expect(await firstEvent(events) { if case .drained = $0 { return true } else { return false } } != nil)
         #expect(outbox.pendingCount == 0)
         let (entry, echoed) = try #require(received.withLock { $0.first })
-        #expect(entry.id == id)
+        #expect(entry.ticket == id)
         #expect(echoed.method == "POST")
         #expect(echoed.path == "/posts")
         #expect(echoed.header("Idempotency-Key") == entry.idempotencyKey)
@@ -296,7 +296,7 @@ struct OutboxTests {
         }
         second.resume()
         #expect(await eventually { second.pendingCount == 0 })
-        #expect(received.withLock { $0 } == [sentID: "before", unsentID: "unsent"])
+        #expect(received.withLock { $0 } == [sentID.id: "before", unsentID.id: "unsent"])
         #expect(server.requestCount == 2)
         await second.close()
 

@@ -68,6 +68,7 @@ public final class NetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings? = nil
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
+        var meter = MetricsMeter()
         let settings = settings ?? configuration.currentSettings
         let listener = SendReportListener.current
         let prepared: PreparedRequest
@@ -107,26 +108,41 @@ public final class NetworkClient: NetworkClientProtocol {
             body = request.httpBody.map { .data($0) } ?? .none
         }
         let destination = networkRequest.downloadDestination
-        let (head, data, file, cacheStatus) = try await send(
-            OutgoingRequest(request: request, body: body),
-            rules: SendingRules(
-                limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
-                deadline: deadline(totalTimeout: networkRequest.totalTimeout), sensitiveHeaders: sensitive,
-                onProgress: networkRequest.onProgress),
-            sink: { [serial = configuration.serial] request, first in
-                ResponseKinds.sink(
-                    for: ResponseModel.self, request: &request, first: first, destination: destination,
-                    acceptable: accepted, scope: serial)
-            })
+        let head: HTTPURLResponse
+        let data: Data
+        let file: (any Sendable)?
+        let cacheStatus: CacheStatus
+        do {
+            (head, data, file, cacheStatus) = try await send(
+                OutgoingRequest(request: request, body: body),
+                rules: SendingRules(
+                    limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
+                    deadline: deadline(totalTimeout: networkRequest.totalTimeout), sensitiveHeaders: sensitive,
+                    onProgress: networkRequest.onProgress),
+                meter: &meter,
+                sink: { [serial = configuration.serial] request, first in
+                    ResponseKinds.sink(
+                        for: ResponseModel.self, request: &request, first: first, destination: destination,
+                        acceptable: accepted, scope: serial)
+                })
+        } catch NetworkClientError.transportFailed(let failure) {
+            throw NetworkClientError.transportFailed(RequestMetrics.attach(meter.finished(), to: failure))
+        }
         // A download's file exists only for an acceptable status, or a 206 that resumed it.
-        if let file { return NetworkResponse(value: file as! ResponseModel, response: head, cacheStatus: cacheStatus) }
+        if let file {
+            return NetworkResponse(
+                value: file as! ResponseModel, response: head, data: Data(), metrics: meter.finished(),
+                cacheStatus: cacheStatus)
+        }
         guard ResponseKinds.accepts(head.statusCode, accepted) else {
             throw NetworkClientError.unacceptableStatusCode(
-                statusCode: head.statusCode, response: Redaction.response(head), data: data)
+                statusCode: head.statusCode,
+                response: RequestMetrics.attach(meter.finished(), to: Redaction.response(head)), data: data)
         }
         let value = try ResponseKinds.decode(
             ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
-        return NetworkResponse(value: value, response: head, data: data, cacheStatus: cacheStatus)
+        return NetworkResponse(
+            value: value, response: head, data: data, metrics: meter.finished(), cacheStatus: cacheStatus)
     }
 
     /// Answers a ``ClientFacts`` query from the configuration, without sending anything.

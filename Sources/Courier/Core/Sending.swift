@@ -20,12 +20,14 @@ extension NetworkClient {
     /// hop, redirects decided by one ``RedirectState``, a download restarted after a stale range without counting as a
     /// redirect. The deadline and the caller's cancellation stop the exchange in flight, whatever the transport.
     ///
+    /// - Parameter meter: Takes the readings of ``RequestMetrics``: the first request handed over, the final head, the
+    ///   bytes each way, the redirects.
     /// - Parameter sink: Makes the sink of a hop's body (a download's file) and may add to its request (`Range`), for
     ///   the call that began with `first`; `nil` keeps the body in memory.
     /// - Throws: ``NetworkClientError`` (every transport error wrapped in ``NetworkClientError/transportFailed(_:)``
     ///   with its secrets removed, here and only here), or `CancellationError`.
     func send(
-        _ first: OutgoingRequest, rules: SendingRules,
+        _ first: OutgoingRequest, rules: SendingRules, meter: inout MetricsMeter,
         sink: (_ request: inout URLRequest, _ first: URLRequest) -> (any ResponseBodySink)?
     ) async throws -> (head: HTTPURLResponse, body: Data, sinkValue: (any Sendable)?, cacheStatus: CacheStatus) {
         var outgoing = first
@@ -37,6 +39,12 @@ extension NetworkClient {
             let bodySink = sink(&request, first.request)
             let exchange = HTTPExchange(
                 request: request, body: outgoing.body, limit: rules.limit, sink: bodySink, reporter: reporter)
+            if meter.requestStart == 0 { meter.requestStart = DispatchTime.now().uptimeNanoseconds }
+            switch outgoing.body {
+            case .none: break
+            case .data(let data): meter.bytesSent += Int64(data.count)
+            case .file(_, let byteCount): meter.bytesSent += byteCount
+            }
             // With a cache, each hop goes through it (see CachingTransport): a cached answer meets the same rules.
             let hop = cache.map {
                 CachingTransport(
@@ -45,6 +53,8 @@ extension NetworkClient {
             }
             let outcome = await exchanged(exchange, deadline: rules.deadline, transport: hop ?? configuration.transport)
             hop?.finished(outcome, request: request)
+            (meter.responseStart, meter.bytesReceived) = exchange.readings
+            meter.fromCache = (hop?.status ?? .network) != .network
             switch outcome {
             case .delivered(let head, let data):
                 if let reporter, let last = exchange.finalProgress() {
@@ -55,6 +65,7 @@ extension NetworkClient {
                 }
                 return (head, data, bodySink == nil ? nil : exchange.sinkValue, hop?.status ?? .network)
             case .redirected(let head):
+                meter.redirects += 1
                 do {
                     outgoing = try redirects.next(after: head, from: outgoing)
                 } catch {

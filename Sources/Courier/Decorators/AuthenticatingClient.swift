@@ -112,7 +112,9 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
                 rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: failures,
                 deadline: deadline)
             try Task.checkCancellation()
-            return try await wrapped.run(authorized(networkRequest, with: renewed))
+            var retried = try await wrapped.run(authorized(networkRequest, with: renewed))
+            retried.metrics.attempts += 1  // The rejected request counts.
+            return retried
         case .failure(let error):
             throw error
         }

@@ -76,7 +76,11 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             leave(key: key, waiterID: waiterID)
         }
         // The key includes the response type, so every waiter of a call expects this exact type.
-        return outcome as! NetworkResponse<ResponseModel>
+        // A call with one waiter hands its response over as it is; a shared one says so in its metrics.
+        guard let shared = outcome as? Shared else { return outcome as! NetworkResponse<ResponseModel> }
+        var response = shared.value as! NetworkResponse<ResponseModel>
+        response.metrics.shared = true
+        return response
     }
 
     private func join(
@@ -122,10 +126,16 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             }
             return Array(call.waiters.values)
         }
+        let delivered = waiters.count > 1 ? result.map { Shared(value: $0) as any Sendable } : result
         for waiter in waiters {
             if let report, let listener = waiter.listener { SendReportListener.deliver(report, to: listener) }
-            waiter.continuation.resume(with: result)
+            waiter.continuation.resume(with: delivered)
         }
+    }
+
+    /// The value of a call that went to more than one waiter (``RequestMetrics/shared``).
+    private struct Shared: Sendable {
+        let value: any Sendable
     }
 
     private func leave(key: RequestKey, waiterID: UInt64) {

@@ -53,6 +53,10 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     let path: String?
     let queryItems: [URLQueryItem]?
 
+    /// What the call cost (``RequestMetrics``): the response's metrics, or the error's
+    /// (``NetworkClientError/metrics``); `nil` for a failure that has none.
+    public let metrics: RequestMetrics?
+
     /// The request URL, user info and the named query values redacted.
     public var url: String {
         redactor.url(base: base, path: path, queryItems: queryItems)

@@ -96,17 +96,24 @@ public final class LoggingClient: NetworkClientProtocol {
             }
             log(
                 networkRequest, listener.report, start: start, status: response.statusCode,
-                response: response.response as? HTTPURLResponse, data: response.data, error: nil)
+                response: response.response as? HTTPURLResponse, data: response.data, error: nil,
+                metrics: response.metrics)
             return response
         } catch {
             let report = listener.report
             switch error {
             case NetworkClientError.unacceptableStatusCode(let status, let response, let data):
-                log(networkRequest, report, start: start, status: status, response: response, data: data, error: error)
+                log(
+                    networkRequest, report, start: start, status: status, response: response, data: data, error: error,
+                    metrics: (error as? NetworkClientError)?.metrics)
             case NetworkClientError.decodingFailed(_, let data):
-                log(networkRequest, report, start: start, status: nil, response: nil, data: data, error: error)
+                log(
+                    networkRequest, report, start: start, status: nil, response: nil, data: data, error: error,
+                    metrics: (error as? NetworkClientError)?.metrics)
             default:
-                log(networkRequest, report, start: start, status: nil, response: nil, data: nil, error: error)
+                log(
+                    networkRequest, report, start: start, status: nil, response: nil, data: nil, error: error,
+                    metrics: (error as? NetworkClientError)?.metrics)
             }
             throw error
         }
@@ -114,7 +121,7 @@ public final class LoggingClient: NetworkClientProtocol {
 
     private func log<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, _ report: SendReport?, start: UInt64, status: Int?,
-        response: HTTPURLResponse?, data: Data?, error: (any Error)?
+        response: HTTPURLResponse?, data: Data?, error: (any Error)?, metrics: RequestMetrics?
     ) {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
@@ -156,7 +163,7 @@ public final class LoggingClient: NetworkClientProtocol {
                 responseHeaders: responseHeaders, requestBody: requestBody, responseBody: responseBody,
                 tag: request.options.tag, redactor: redactor,
                 base: loggedBase(report, request, redactor),
-                path: request.path, queryItems: request.queryItems))
+                path: request.path, queryItems: request.queryItems, metrics: metrics))
     }
 
     /// The base URL as logged, redacted: a configuration's is redacted once and kept, since a client's requests

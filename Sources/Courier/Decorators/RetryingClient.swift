@@ -56,7 +56,10 @@ public final class RetryingClient: NetworkClientProtocol {
         var attempt = 1
         while true {
             do {
-                return try await wrapped.run(networkRequest)
+                var response = try await wrapped.run(networkRequest)
+                // The attempts that failed count, one each.
+                if attempt > 1 { response.metrics.attempts += attempt - 1 }
+                return response
             } catch {
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
                 guard attempt < policy.maxAttempts else { throw error }

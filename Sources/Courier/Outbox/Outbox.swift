@@ -13,7 +13,7 @@ import FoundationNetworking
 /// outbox.onResult(kind: "createPost", as: Post.self) { entry, result in
 ///     if case .success(let response) = result { try await store.save(response.value) }
 /// }
-/// let id = try await outbox.enqueue(NetworkRequest<NewPost, Post>(path: "/posts", method: .post, body: draft),
+/// let ticket = try await outbox.enqueue(NetworkRequest<NewPost, Post>(path: "/posts", method: .post, body: draft),
 ///                                   kind: "createPost")
 /// ```
 ///
@@ -169,7 +169,26 @@ public final class Outbox: Sendable {
         var tasks: [UUID: Task<Void, Never>] = [:]
         var streams: [UUID: AsyncStream<OutboxEvent>.Continuation] = [:]
         var startupEvents: [OutboxEvent] = []
+        /// The callers of ``result(of:as:decoder:)`` waiting for an entry's result, by entry and caller.
+        var ticketWaiters: [UUID: [UInt64: CheckedContinuation<TicketOutcome, any Error>]] = [:]
+        var nextTicketWaiter: UInt64 = 0
+        /// The last ``rememberedResults`` results of this process, for ``result(of:as:decoder:)`` after the fact;
+        /// `recentOrder` is oldest first.
+        var recentResults: [UUID: TicketOutcome] = [:]
+        var recentOrder: [UUID] = []
+        /// For ``pending()``: when each entry waiting to be retried is due, and its last error.
+        var nextAttempts: [UUID: Date] = [:]
+        var lastErrors: [UUID: String] = [:]
     }
+
+    /// An entry's result and the statuses that count as success for it.
+    struct TicketOutcome: Sendable {
+        let result: StoredResult
+        let acceptable: Set<Int>?
+    }
+
+    /// How many results of this process ``result(of:as:decoder:)`` still finds after their entry finished: `1_000`.
+    public static let rememberedResults = 1_000
 
     /// Opens the outbox in `directory` (created if needed), takes its lock, reads what an earlier run left, and
     /// starts sending it.
@@ -287,7 +306,8 @@ public final class Outbox: Sendable {
     ///   - kind: The name of the handler that receives the result, for example `"createPost"`.
     ///   - orderingKey: Entries with the same key are sent one at a time in enqueue order; `nil` (the default) is
     ///     one global order.
-    /// - Returns: The entry id, once the entry is written and flushed to the disk.
+    /// - Returns: The entry's ticket (its id), once the entry is written and flushed to the disk: ask
+    ///   ``result(of:as:decoder:)`` for its outcome in this process, or ``cancel(_:)`` it before it is sent.
     /// - Throws: ``OutboxError/secretHeader(name:)``, ``OutboxError/secretValue(name:location:)``,
     ///   ``OutboxError/bodyTooLarge(size:limit:)``,
     ///   ``OutboxError/tooManyEntries(limit:)``, ``OutboxError/tooManyBytes(limit:)``,
@@ -297,7 +317,7 @@ public final class Outbox: Sendable {
     @discardableResult
     public func enqueue<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
-    ) async throws -> UUID {
+    ) async throws -> OutboxTicket {
         let facts = try await clientFacts()
         var entry = try stored(request, kind: kind, orderingKey: orderingKey, facts: facts)
         let queue = Self.queueName(orderingKey)
@@ -353,7 +373,7 @@ public final class Outbox: Sendable {
             Self.markReady(queue, in: &state)
         }
         pump()
-        return entry.id
+        return OutboxTicket(id: entry.id)
     }
 
     /// Registers the handler for results of `kind`, replacing any earlier one, and delivers at once the results of
@@ -464,10 +484,14 @@ public final class Outbox: Sendable {
     /// handler runs again for it at the next opening. What the abandoned handler does afterwards is not recorded.
     /// - Parameter timeout: The longest wait for running tasks, in seconds; ``closeTimeout`` (5 s) by default.
     public func close(timeout: TimeInterval = Outbox.closeTimeout) async {
-        let (tasks, streams) = state.withLock { state in
+        let (tasks, streams, waiters) = state.withLock { state in
             state.closed = true
-            return (Array(state.tasks.values), Array(state.streams.values))
+            defer { state.ticketWaiters = [:] }
+            return (
+                Array(state.tasks.values), Array(state.streams.values), state.ticketWaiters.values.flatMap(\.values)
+            )
         }
+        for waiter in waiters { waiter.resume(throwing: OutboxError.closed) }
         for task in tasks { task.cancel() }
         if await !Self.waitForAll(tasks, atMost: timeout) {
             // A handler outlived the wait: keep the results it was given, so the next opening delivers them again
@@ -507,6 +531,130 @@ public final class Outbox: Sendable {
                 finish(true)
             }
         }
+    }
+
+    // MARK: Tickets
+
+    /// The response of the entry `ticket` names, decoded as `type`, once it has its result: what the handler of its
+    /// kind also receives (``onResult(kind:as:decoder:handler:)``), in this process.
+    ///
+    /// It waits while the entry is queued, sent or retried, and returns at once for a result this process already
+    /// has (the last ``rememberedResults``, and every result still waiting on disk for a handler, also from an earlier
+    /// run). After a restart, an entry finished by the earlier run is no longer known: the handlers remain the way to
+    /// receive results across restarts.
+    /// - Parameters:
+    ///   - ticket: What ``enqueue(_:kind:orderingKey:)`` returned.
+    ///   - type: The response type, decoded as a handler would.
+    ///   - decoder: The decoder; `nil` (the default) uses the configuration's of the ``NetworkClient`` at the bottom
+    ///     of the client's stack (else `JSONDecoder()`).
+    /// - Returns: The entry's response.
+    /// - Throws: The entry's ``NetworkClientError`` (a permanent failure, a non-2xx status, a decoding failure);
+    ///   ``OutboxError/unknownTicket`` when this outbox does not know the entry (never enqueued here, cancelled, or
+    ///   its result already forgotten); ``OutboxError/entryCancelled`` when ``cancel(_:)`` removed it while this call
+    ///   waited; ``OutboxError/closed`` when the outbox closes first; `CancellationError` when the caller is
+    ///   cancelled (the entry goes on).
+    public func result<Value: Decodable & Sendable>(
+        of ticket: OutboxTicket, as type: Value.Type, decoder: JSONDecoder? = nil
+    ) async throws -> NetworkResponse<Value> {
+        let id = ticket.id
+        let waiterID = state.withLock { state -> UInt64 in
+            state.nextTicketWaiter += 1
+            return state.nextTicketWaiter
+        }
+        let outcome = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TicketOutcome, any Error>) in
+                let found = state.withLock { state -> Result<TicketOutcome, any Error>? in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if let recent = state.recentResults[id] { return .success(recent) }
+                    if let (entry, result) = state.results[id] {
+                        return .success(TicketOutcome(result: result, acceptable: entry.acceptable))
+                    }
+                    guard state.entries[id] != nil else { return .failure(OutboxError.unknownTicket) }
+                    guard !state.closed else { return .failure(OutboxError.closed) }
+                    state.ticketWaiters[id, default: [:]][waiterID] = continuation
+                    return nil
+                }
+                if let found { continuation.resume(with: found) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.ticketWaiters[id]?.removeValue(forKey: waiterID) }
+            waiter?.resume(throwing: CancellationError())
+        }
+        let chosen = if let decoder { decoder } else { try await clientFacts()?.decoder ?? JSONDecoder() }
+        return try outcome.result.outcome(as: Value.self, decoder: chosen, acceptable: outcome.acceptable).get()
+    }
+
+    /// The entries waiting to be sent or being sent, in enqueue order: their ticket, kind, ordering key, attempts in
+    /// this process, next attempt, last error and creation time. Results waiting for a handler are not listed.
+    public func pending() -> [OutboxPendingEntry] {
+        state.withLock { state in
+            state.entries.values.sorted { $0.sequence < $1.sequence }.map { entry in
+                let key = Self.queueName(entry.orderingKey)
+                return OutboxPendingEntry(
+                    ticket: OutboxTicket(id: entry.id), kind: entry.kind, orderingKey: entry.orderingKey,
+                    attempts: state.attempts[entry.id] ?? 0, nextAttempt: state.nextAttempts[entry.id],
+                    lastError: state.lastErrors[entry.id], created: entry.enqueuedAt,
+                    inFlight: state.sending.contains(key) && state.queues[key]?.first == entry.id)
+            }
+        }
+    }
+
+    /// Removes the entry `ticket` names if it has not been sent yet, and says whether it did. An entry being sent, or
+    /// waiting between attempts, is in flight: it finishes, and this returns `false`; so does an entry that already
+    /// finished or that this outbox does not know.
+    ///
+    /// The removal is on the disk when this returns `true`: the entry is not sent after a restart either. Callers
+    /// waiting in ``result(of:as:decoder:)`` get ``OutboxError/entryCancelled``.
+    /// - Parameter ticket: What ``enqueue(_:kind:orderingKey:)`` returned.
+    /// - Returns: Whether the entry was removed.
+    /// - Throws: ``OutboxError/storageFailed(operation:path:code:)`` or ``OutboxError/closed`` when the removal cannot
+    ///   be written; the entry is then removed from this run only and is sent again at the next opening.
+    @discardableResult
+    public func cancel(_ ticket: OutboxTicket) async throws -> Bool {
+        let id = ticket.id
+        let removed = state.withLock {
+            state -> (key: String, waiters: [CheckedContinuation<TicketOutcome, any Error>])? in
+            guard let entry = state.entries[id] else { return nil }
+            let key = Self.queueName(entry.orderingKey)
+            if state.sending.contains(key) && state.queues[key]?.first == id { return nil }
+            state.entries[id] = nil
+            Self.removeHead(id, of: key, in: &state)
+            state.attempts[id] = nil
+            state.ages[id] = nil
+            state.nextAttempts[id] = nil
+            state.lastErrors[id] = nil
+            state.bytes -= state.sizes.removeValue(forKey: id) ?? 0
+            let waiters = state.ticketWaiters.removeValue(forKey: id).map { Array($0.values) } ?? []
+            Self.markReady(key, in: &state)
+            return (key, waiters)
+        }
+        guard let removed else { return false }
+        for waiter in removed.waiters { waiter.resume(throwing: OutboxError.entryCancelled) }
+        pump()
+        try await journal.append(.done(id: id), durable: true)
+        if pendingCount == 0 { emit(.drained) }
+        return true
+    }
+
+    /// The callers waiting in ``result(of:as:decoder:)`` for `ticket` (for tests).
+    func ticketWaiterCount(_ ticket: OutboxTicket) -> Int {
+        state.withLock { $0.ticketWaiters[ticket.id]?.count ?? 0 }
+    }
+
+    /// Hands `result` to the callers waiting for `entry`'s ticket, and remembers it for later ones.
+    private func settleTicket(of entry: StoredEntry, with result: StoredResult) {
+        let outcome = TicketOutcome(result: result, acceptable: entry.acceptable)
+        let waiters = state.withLock { state in
+            state.nextAttempts[entry.id] = nil
+            state.lastErrors[entry.id] = nil
+            state.recentResults[entry.id] = outcome
+            state.recentOrder.append(entry.id)
+            if state.recentOrder.count > Self.rememberedResults {
+                state.recentResults[state.recentOrder.removeFirst()] = nil
+            }
+            return state.ticketWaiters.removeValue(forKey: entry.id).map { Array($0.values) } ?? []
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
     }
 
     // MARK: Enqueue
@@ -696,6 +844,7 @@ public final class Outbox: Sendable {
             return
         }
         guard let result = await send(entry) else { return }
+        settleTicket(of: entry, with: result)
         let info = entry.entry
         if let status = result.statusCode { emit(.sent(info, statusCode: status)) }
         if let failure = result.error(acceptable: entry.acceptable) { emit(.failed(info, failure)) }
@@ -800,11 +949,16 @@ public final class Outbox: Sendable {
                     failure as? NetworkClientError
                     ?? .interceptorFailed(underlying: OutboxError.sendFailed(String(describing: type(of: failure))))
                 emit(.retrying(entry.entry, attempt: attempt, delay: delay, error: error))
+                state.withLock { state in
+                    state.nextAttempts[entry.id] = environment.now().addingTimeInterval(delay)
+                    state.lastErrors[entry.id] = error.description
+                }
                 do {
                     try await environment.sleep(delay)
                 } catch {
                     return nil
                 }
+                state.withLock { _ = $0.nextAttempts.removeValue(forKey: entry.id) }
             }
         }
     }

@@ -6,7 +6,7 @@ import FoundationNetworking
 
 /// One request kept by an ``Outbox``, as its result handler and the event stream see it.
 public struct OutboxEntry: Sendable, Hashable {
-    /// The entry's identifier, returned by ``Outbox/enqueue(_:kind:orderingKey:)``.
+    /// The entry's identifier: its ticket's (``ticket``), returned by ``Outbox/enqueue(_:kind:orderingKey:)``.
     public let id: UUID
     /// The kind given at enqueue: it selects the result handler (``Outbox/onResult(kind:as:decoder:handler:)``).
     public let kind: String

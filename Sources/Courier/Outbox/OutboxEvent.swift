@@ -49,6 +49,11 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A send failed with an error that is not a ``NetworkClientError`` (for example from a test double); the text is
     /// its type or description. Delivered inside ``NetworkClientError/interceptorFailed(underlying:)``.
     case sendFailed(String)
+    /// ``Outbox/result(of:as:decoder:)`` was asked about an entry this outbox does not know: never enqueued here,
+    /// cancelled, or finished and forgotten (after a restart, or beyond ``Outbox/rememberedResults``).
+    case unknownTicket
+    /// ``Outbox/cancel(_:)`` removed the entry while ``Outbox/result(of:as:decoder:)`` waited for it.
+    case entryCancelled
 
     /// A readable description; never contains a header value.
     public var description: String {
@@ -76,6 +81,11 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
             return "The outbox is closed."
         case .sendFailed(let text):
             return "The send failed: \(text)."
+        case .unknownTicket:
+            return
+                "The outbox knows no entry for this ticket (never enqueued here, cancelled, or its result forgotten)."
+        case .entryCancelled:
+            return "The entry was cancelled before it was sent."
         }
     }
 }

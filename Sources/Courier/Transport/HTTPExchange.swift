@@ -51,6 +51,8 @@ public final class HTTPExchange: Sendable {
         var stopped = false
         /// The value the sink produced (a ``DownloadedFile``).
         var sinkValue: (any Sendable)?
+        /// When the last response head arrived, in uptime nanoseconds (``RequestMetrics``); `0` before.
+        var headArrived: UInt64 = 0
     }
 
     private let state: Locked<State>
@@ -72,7 +74,9 @@ public final class HTTPExchange: Sendable {
 
     /// The response head arrived. Returns `false` when Courier needs nothing more: stop reading and return.
     public func receive(_ head: HTTPURLResponse) -> Bool {
+        let arrived = DispatchTime.now().uptimeNanoseconds
         let (action, sink) = state.withLock { state in
+            state.headArrived = arrived
             let action = state.machine.receivedHead(head)
             return (action, Self.takeSink(for: action, &state))
         }
@@ -236,6 +240,12 @@ public final class HTTPExchange: Sendable {
             default: false
             }
         }
+    }
+
+    /// When the response head arrived (uptime nanoseconds, `0` if none did) and the body bytes received, for
+    /// ``RequestMetrics``.
+    var readings: (headArrived: UInt64, bytesReceived: Int64) {
+        state.withLock { ($0.headArrived, $0.machine.progress.bytesReceived) }
     }
 
     /// What the sink produced for a delivered response (a ``DownloadedFile``), if it did.
