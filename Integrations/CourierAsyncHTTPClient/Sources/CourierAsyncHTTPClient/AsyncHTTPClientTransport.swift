@@ -108,8 +108,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             tlsConfiguration: try tls.makeTLSConfiguration(),
             redirectConfiguration: .disallow,
             timeout: HTTPClient.Configuration.Timeout(connect: connectTimeout),
+            connectionPool: HTTPClient.Configuration.ConnectionPool(),
             proxy: proxy,
-            ignoreUncleanSSLShutdown: false,
             decompression: .enabled(limit: .none))
         configuration.httpVersion = httpVersion
         configuration.connectionPool.retryConnectionEstablishment = false

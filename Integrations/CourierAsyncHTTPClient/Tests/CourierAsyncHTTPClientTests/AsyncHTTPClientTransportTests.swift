@@ -106,7 +106,7 @@ struct AsyncHTTPClientTransportHTTPTests {
                 return error
             }
         }
-        #expect(caught.map(transportCode) == .timedOut)
+        #expect(caught.flatMap(transportCode) == .timedOut)
         // The request's connection is closed: AsyncHTTPClient cancelled it when Courier stopped the exchange.
         let closed = try await withTimeLimit(.seconds(30)) {
             var iterator = server.closures.makeAsyncIterator()

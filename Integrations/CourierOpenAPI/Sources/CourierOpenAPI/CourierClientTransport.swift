@@ -106,7 +106,7 @@ public struct CourierClientTransport: ClientTransport {
     static func response(_ head: HTTPURLResponse) -> HTTPResponse {
         var fields = HTTPFields()
         for (name, value) in head.allHeaderFields {
-            guard let name = (name as? String).flatMap(HTTPField.Name.init), let value = value as? String else {
+            guard let text = name as? String, let name = HTTPField.Name(text), let value = value as? String else {
                 continue
             }
             fields.append(HTTPField(name: name, value: value))
