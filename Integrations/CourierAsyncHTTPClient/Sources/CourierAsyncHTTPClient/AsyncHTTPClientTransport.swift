@@ -45,10 +45,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///
     /// - Throws: ``AsyncHTTPClientTransportError/clientFollowsRedirects`` when `client` follows redirects.
     public init(client: HTTPClient) throws(AsyncHTTPClientTransportError) {
-        // `RedirectConfiguration` has no public way to read its mode: its description names it.
-        if String(describing: client.configuration.redirectConfiguration).contains("follow") {
-            throw .clientFollowsRedirects
-        }
+        if Self.followsRedirects(client) { throw .clientFollowsRedirects }
         self.client = client
         self.ownsClient = false
     }
@@ -88,6 +85,16 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // A client the transport created and nobody shut down: AsyncHTTPClient requires a shutdown before release, and
         // keeps itself alive until it completes.
         if ownsClient && !shutDown.withLockedValue({ $0 }) { client.shutdown(queue: .global()) { _ in } }
+    }
+
+    /// Whether `client` is configured to follow redirects. `HTTPClient` keeps its configuration internal, so it is
+    /// read by reflection; when that finds nothing (a later AsyncHTTPClient laid out differently), the answer is
+    /// `false` and ``send(_:)`` still fails an exchange whose response came through a redirect.
+    static func followsRedirects(_ client: HTTPClient) -> Bool {
+        guard let redirects = Mirror(reflecting: client).descendant("configuration", "redirectConfiguration") else {
+            return false
+        }
+        return String(describing: redirects).contains("follow")
     }
 
     /// The limit on opening a connection in a client the transport creates: 10 seconds.

@@ -58,6 +58,8 @@ public enum AsyncHTTPClientTransportError: Error, Sendable, Equatable, CustomStr
             if case .handshakeFailed(let inner) = error { return tlsCode(String(describing: inner)) }
             return .secureConnectionFailed
         }
+        // After a TLS 1.3 handshake, the server's alert (it wanted a client certificate) arrives as a read error.
+        if let error = error as? BoringSSLError { return tlsCode(String(describing: error)) }
         if let error = error as? NIOSSLExtraError {
             return error == .failedToValidateHostname ? .serverCertificateUntrusted : .secureConnectionFailed
         }
@@ -102,10 +104,12 @@ public enum AsyncHTTPClientTransportError: Error, Sendable, Equatable, CustomStr
     /// A name for `error` safe to show: the case of AsyncHTTPClient's and NIO's errors (without the values some
     /// carry, such as a header's), the code of others.
     private static func name(of error: any Error) -> String {
-        if error is HTTPClientError || error is NIOSSLError || error is NIOSSLExtraError || error is ChannelError {
+        if error is HTTPClientError || error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError
+            || error is ChannelError
+        {
             let text = String(describing: error)
             // A failed handshake keeps BoringSSL's reason, which names no secret; other values are cut off.
-            if error is NIOSSLError { return text }
+            if error is NIOSSLError || error is BoringSSLError { return text }
             return String(text.prefix { $0 != "(" })
         }
         return String(describing: code(for: error))

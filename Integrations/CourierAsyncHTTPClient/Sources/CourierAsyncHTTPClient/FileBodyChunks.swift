@@ -45,7 +45,7 @@ struct FileBodyChunks: AsyncSequence, Sendable {
                 self.stream = nil
                 return nil
             }
-            var chunk = [UInt8](repeating: 0, count: Int(min(Int64(FileBodyChunks.chunkSize), byteCount - total)))
+            var chunk = [UInt8](repeating: 0, count: Int(Swift.min(Int64(FileBodyChunks.chunkSize), byteCount - total)))
             let read = chunk.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: $0.count) }
             guard read > 0 else {
                 stream.close()

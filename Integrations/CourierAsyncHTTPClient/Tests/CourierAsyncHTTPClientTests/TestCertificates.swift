@@ -28,19 +28,27 @@ struct TestAuthority {
     func issue(commonName: String, forServer: Bool) throws -> (certificatePEM: String, keyPEM: String) {
         let leafKey = P256.Signing.PrivateKey()
         let now = Date()
+        let extensions: Certificate.Extensions
+        if forServer {
+            extensions = try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([.dnsName("localhost")])
+            }
+        } else {
+            extensions = try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.clientAuth])
+            }
+        }
         let leaf = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(leafKey.publicKey),
             notValidBefore: now.addingTimeInterval(-3_600), notValidAfter: now.addingTimeInterval(3_600),
             issuer: certificate.subject, subject: try DistinguishedName { CommonName(commonName) },
             signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([forServer ? .serverAuth : .clientAuth])
-                if forServer {
-                    SubjectAlternativeNames([.dnsName("localhost")])
-                }
-            },
+            extensions: extensions,
             issuerPrivateKey: .init(key))
         return (try leaf.serializeAsPEM().pemString, leafKey.pemRepresentation)
     }
