@@ -32,6 +32,20 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // `swift run -c release CourierAHCBenchmarks`: Courier over AsyncHTTPClient against raw AsyncHTTPClient and
+        // Courier over URLSession, on loopback. Not a product.
+        .executableTarget(
+            name: "CourierAHCBenchmarks",
+            dependencies: [
+                "CourierAsyncHTTPClient",
+                .product(name: "Courier", package: "Courier"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "CourierAsyncHTTPClientTests",
             dependencies: [
