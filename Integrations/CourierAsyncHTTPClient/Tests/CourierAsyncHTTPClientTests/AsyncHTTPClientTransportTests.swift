@@ -1,0 +1,296 @@
+import AsyncHTTPClient
+import Courier
+import CourierAsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+private struct Memo: Codable, Sendable, Equatable {
+    let id: Int
+    let text: String
+}
+
+/// `count` bytes of a pattern that repeats every 251 bytes, so that a shifted or reordered piece shows.
+private func patternBytes(_ count: Int) -> [UInt8] {
+    (0..<count).map { UInt8($0 % 251) }
+}
+
+private func temporaryFile(_ name: String) -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("courier-ahc-\(UUID().uuidString)-\(name)")
+}
+
+private func client(_ transport: AsyncHTTPClientTransport, baseURL: URL) -> NetworkClient {
+    NetworkClient(configuration: NetworkConfiguration(transport: transport, baseURL: baseURL))
+}
+
+/// Runs `body`, failing (instead of hanging) when it takes longer than `limit`: a generous hang limit, not a timing.
+private func withTimeLimit<T: Sendable>(
+    _ limit: Duration, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw TimeLimitExceeded()
+        }
+        return value
+    }
+}
+
+private struct TimeLimitExceeded: Error {}
+
+/// The `URLError` code of a `transportFailed` error, or `nil`.
+private func transportCode(_ error: any Error) -> URLError.Code? {
+    guard case .transportFailed(let urlError) = error as? NetworkClientError else { return nil }
+    return urlError.code
+}
+
+@Suite("AsyncHTTPClientTransport over HTTP")
+struct AsyncHTTPClientTransportHTTPTests {
+    @Test("A JSON answer over loopback HTTP is decoded by the real client")
+    func plainGet() async throws {
+        let server = try await TestServer { request in
+            request.uri == "/memos/1" ? .json(#"{"id":1,"text":"over NIO"}"#) : .text("no", status: .notFound)
+        }
+        let transport = try AsyncHTTPClientTransport()
+        let memo = try await client(transport, baseURL: server.url("/")).run(
+            NetworkRequest<VoidRequest, Memo>(path: "memos/1", method: .get)
+        ).value
+        #expect(memo == Memo(id: 1, text: "over NIO"))
+        #expect(server.requests.first?.method == .GET)
+        try await transport.shutdown()
+        try await server.stop()
+    }
+
+    @Test("A body that passes maximumResponseSize in its middle fails with responseTooLarge")
+    func sizeLimit() async throws {
+        let server = try await TestServer { _ in TestServer.Response(body: patternBytes(100_000), pieces: 4) }
+        let transport = try AsyncHTTPClientTransport()
+        let small = NetworkRequest<VoidRequest, Data>(path: "blob", method: .get, maximumResponseSize: 30_000)
+        let error = try await #require(throws: NetworkClientError.self) {
+            try await client(transport, baseURL: server.url("/")).run(small)
+        }
+        guard case .responseTooLarge(let limit) = error else {
+            Issue.record("expected responseTooLarge, got \(error)")
+            return
+        }
+        #expect(limit == 30_000)
+        let whole = NetworkRequest<VoidRequest, Data>(path: "blob", method: .get, maximumResponseSize: 100_000)
+        #expect(try await client(transport, baseURL: server.url("/")).run(whole).value == Data(patternBytes(100_000)))
+        try await transport.shutdown()
+        try await server.stop()
+    }
+
+    @Test(
+        "totalTimeout stops a call the server never answers with transportFailed(timedOut), and the connection closes")
+    func deadline() async throws {
+        let server = try await TestServer { _ in nil }
+        let transport = try AsyncHTTPClientTransport()
+        let client = client(transport, baseURL: server.url("/"))
+        let caught = try await withTimeLimit(.seconds(30)) { () -> (any Error)? in
+            do {
+                _ = try await client.run(
+                    NetworkRequest<VoidRequest, Data>(path: "slow", method: .get, totalTimeout: 0.3))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(caught.flatMap(transportCode) == .timedOut)
+        // The request's connection is closed: AsyncHTTPClient cancelled it when Courier stopped the exchange.
+        let closed = try await withTimeLimit(.seconds(30)) {
+            var iterator = server.closures.makeAsyncIterator()
+            return await iterator.next() != nil
+        }
+        #expect(closed)
+        try await transport.shutdown()
+        try await server.stop()
+    }
+
+    @Test("Cancelling the caller ends the call with CancellationError and closes the connection")
+    func cancellation() async throws {
+        let server = try await TestServer { _ in nil }
+        let transport = try AsyncHTTPClientTransport()
+        let client = client(transport, baseURL: server.url("/"))
+        let call = Task { try await client.run(NetworkRequest<VoidRequest, Data>(path: "slow", method: .get)) }
+        // Waits until the request reached the server, without sleeping as synchronisation.
+        try await withTimeLimit(.seconds(30)) {
+            while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        call.cancel()
+        let outcome = try await withTimeLimit(.seconds(30)) { await call.result }
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        let closed = try await withTimeLimit(.seconds(30)) {
+            var iterator = server.closures.makeAsyncIterator()
+            return await iterator.next() != nil
+        }
+        #expect(closed)
+        try await transport.shutdown()
+        try await server.stop()
+    }
+
+    @Test("A cross-origin 307 is followed by Courier: method and body kept, Authorization dropped")
+    func crossOriginRedirect() async throws {
+        let mirror = try await TestServer { request in
+            TestServer.Response(headers: [("Content-Type", "application/json")], body: request.body)
+        }
+        let mirrorURL = mirror.url("/upload")
+        let origin = try await TestServer { _ in .redirect(to: mirrorURL.absoluteString, status: .temporaryRedirect) }
+        let transport = try AsyncHTTPClientTransport()
+        let request = NetworkRequest<Memo, Memo>(
+            path: "upload", method: .post, body: Memo(id: 5, text: "kept"),
+            additionalHeaders: ["Authorization": "Bearer s3cr3t", "X-Trace": "abc"])
+        let echoed = try await client(transport, baseURL: origin.url("/")).run(request).value
+        #expect(echoed == Memo(id: 5, text: "kept"))
+        #expect(origin.requests.first?.headers["Authorization"] == ["Bearer s3cr3t"])
+        let second = try #require(mirror.requests.first)
+        #expect(second.method == .POST)
+        #expect(second.headers["Authorization"].isEmpty)
+        #expect(second.headers["X-Trace"] == ["abc"])
+        #expect(second.body == origin.requests.first?.body)
+        try await transport.shutdown()
+        try await origin.stop()
+        try await mirror.stop()
+    }
+
+    @Test("A DownloadedFile lands the body in its file, progress ending at the total")
+    func download() async throws {
+        let body = patternBytes(300_000)
+        let server = try await TestServer { _ in
+            TestServer.Response(headers: [("Content-Type", "text/csv")], body: body, pieces: 1)
+        }
+        let transport = try AsyncHTTPClientTransport()
+        let destination = temporaryFile("export.csv")
+        defer { try? FileManager.default.removeItem(at: destination) }
+        let last = NIOLockedValueBox<TransferProgress?>(nil)
+        let request = NetworkRequest<VoidRequest, DownloadedFile>(
+            path: "export.csv", method: .get, downloadDestination: destination,
+            onProgress: { progress in last.withLockedValue { $0 = progress } })
+        let file = try await client(transport, baseURL: server.url("/")).run(request).value
+        #expect(file.byteCount == 300_000)
+        #expect(file.contentType == "text/csv")
+        #expect(try Data(contentsOf: destination) == Data(body))
+        #expect(last.withLockedValue { $0 }?.bytesReceived == 300_000)
+        try await transport.shutdown()
+        try await server.stop()
+    }
+
+    @Test("A FileUpload streams the file: it arrives byte for byte with its Content-Length, progress reaching it")
+    func fileUpload() async throws {
+        let bytes = patternBytes(1_000_000)
+        let source = temporaryFile("upload.bin")
+        try Data(bytes).write(to: source)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let server = try await TestServer { _ in TestServer.Response(status: .noContent) }
+        let transport = try AsyncHTTPClientTransport()
+        let sent = NIOLockedValueBox<Int64>(0)
+        let request = NetworkRequest<FileUpload, VoidResponse>(
+            path: "files/upload.bin", method: .put, body: FileUpload(url: source),
+            onProgress: { progress in sent.withLockedValue { $0 = progress.bytesSent } })
+        _ = try await client(transport, baseURL: server.url("/")).run(request)
+        let received = try #require(server.requests.first)
+        #expect(received.body == bytes)
+        #expect(received.headers["Content-Length"] == ["1000000"])
+        #expect(received.headers["Transfer-Encoding"].isEmpty)
+        #expect(sent.withLockedValue { $0 } == 1_000_000)
+        try await transport.shutdown()
+        try await server.stop()
+    }
+
+    @Test("An HTTPClient that follows redirects is refused: Courier follows them")
+    func refusesFollowingClient() async throws {
+        let following = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: HTTPClient.Configuration(redirectConfiguration: .follow(max: 5, allowCycles: false)))
+        #expect(throws: AsyncHTTPClientTransportError.clientFollowsRedirects) {
+            try AsyncHTTPClientTransport(client: following)
+        }
+        try await following.shutdown()
+        let fitting = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: try AsyncHTTPClientTransport.configuration())
+        let transport = try AsyncHTTPClientTransport(client: fitting)
+        #expect(!transport.ownsClient)
+        try await transport.shutdown()  // Does nothing: the client is the caller's.
+        try await fitting.shutdown()
+    }
+}
+
+@Suite("AsyncHTTPClientTransport over HTTPS")
+struct AsyncHTTPClientTransportHTTPSTests {
+    @Test("A private CA trusted by this client only: the HTTPS request succeeds")
+    func trustedPrivateCA() async throws {
+        let authority = try TestAuthority(name: "Courier Test CA")
+        let server = try await TestServer(tls: try authority.serverTLS()) { _ in .json(#"{"id":7,"text":"tls"}"#) }
+        let transport = try AsyncHTTPClientTransport(tls: TLSOptions(trustRoots: .only(pem: try authority.pem)))
+        let memo = try await client(transport, baseURL: server.url("/", host: "localhost")).run(
+            NetworkRequest<VoidRequest, Memo>(path: "memo", method: .get)
+        ).value
+        #expect(memo == Memo(id: 7, text: "tls"))
+        try await transport.shutdown()
+        try await server.stop()
+    }
+
+    @Test("A server whose CA this client does not trust is refused with serverCertificateUntrusted")
+    func untrustedCA() async throws {
+        let authority = try TestAuthority(name: "Courier Test CA")
+        let other = try TestAuthority(name: "Another CA")
+        let server = try await TestServer(tls: try authority.serverTLS()) { _ in .text("never") }
+        for trust in [TLSOptions.TrustRoots.only(pem: try other.pem), .system] {
+            let transport = try AsyncHTTPClientTransport(tls: TLSOptions(trustRoots: trust))
+            let error = try await #require(throws: NetworkClientError.self) {
+                try await client(transport, baseURL: server.url("/", host: "localhost")).run(
+                    NetworkRequest<VoidRequest, Data>(path: "memo", method: .get))
+            }
+            #expect(transportCode(error) == .serverCertificateUntrusted, "\(error)")
+            try await transport.shutdown()
+        }
+        #expect(server.requests.isEmpty)
+        try await server.stop()
+    }
+
+    @Test("A server requiring a client certificate: refused without one, answered with one (mTLS)")
+    func mutualTLS() async throws {
+        let authority = try TestAuthority(name: "Courier Test CA")
+        let clients = try TestAuthority(name: "Courier Client CA")
+        let server = try await TestServer(tls: try authority.serverTLS(requiringClientsOf: clients)) { _ in
+            .json(#"{"id":9,"text":"mutual"}"#)
+        }
+        let request = NetworkRequest<VoidRequest, Memo>(path: "memo", method: .get)
+        let anonymous = try AsyncHTTPClientTransport(tls: TLSOptions(trustRoots: .only(pem: try authority.pem)))
+        let error = try await #require(throws: NetworkClientError.self) {
+            try await client(anonymous, baseURL: server.url("/", host: "localhost")).run(request)
+        }
+        #expect(transportCode(error) == .clientCertificateRequired, "\(error)")
+        try await anonymous.shutdown()
+
+        let identity = try clients.issue(commonName: "courier-client", forServer: false)
+        let presenting = try AsyncHTTPClientTransport(
+            tls: TLSOptions(
+                trustRoots: .only(pem: try authority.pem),
+                clientIdentity: TLSOptions.ClientIdentity(
+                    certificateChainPEM: identity.certificatePEM, privateKeyPEM: identity.keyPEM)))
+        let memo = try await client(presenting, baseURL: server.url("/", host: "localhost")).run(request).value
+        #expect(memo == Memo(id: 9, text: "mutual"))
+        #expect(server.requests.count == 1)
+        try await presenting.shutdown()
+        try await server.stop()
+    }
+
+    @Test("PEM that is not a certificate is refused with invalidPEM naming what, never its text")
+    func invalidPEM() {
+        #expect(throws: AsyncHTTPClientTransportError.invalidPEM("trust roots")) {
+            try AsyncHTTPClientTransport(tls: TLSOptions(trustRoots: .only(pem: "not a certificate")))
+        }
+    }
+}
