@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackHTTPServer
 import Testing
 
 @testable import Courier
@@ -138,5 +139,28 @@ struct RedirectsTests {
         #expect(throws: NetworkClientError.self) {
             _ = try state.next(after: Self.redirect(307, to: "/v2"), from: sent)
         }
+    }
+}
+
+@Suite("Redirects without a Location")
+struct RedirectWithoutLocationTests {
+    @Test(
+        "A 3xx without a Location is the final response: unacceptableStatusCode with its status, not a transport error",
+        arguments: [301, 302, 303, 307, 308])
+    func finalResponse(status: Int) async throws {
+        let server = try LoopbackServer { _ in .respond(status: status, body: Data("moved, but where?".utf8)) }
+        do {
+            _ = try await server.client().run(NetworkRequest<VoidRequest, VoidResponse>(path: "nowhere", method: .get))
+            Issue.record("a \(status) without a Location succeeded")
+        } catch NetworkClientError.unacceptableStatusCode(let code, _, let data) {
+            #expect(code == status)
+            #if canImport(FoundationNetworking)
+            // corelibs discards a 3xx's body while it waits to redirect: only the head can be handed over.
+            #expect(data?.isEmpty ?? true)
+            #else
+            #expect(data.map { String(decoding: $0, as: UTF8.self) } == "moved, but where?")
+            #endif
+        }
+        #expect(server.requestCount == 1)
     }
 }

@@ -58,6 +58,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let call = calls.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        // corelibs holds a 3xx's head back, expecting to redirect; a 3xx without a `Location` then completes without
+        // it ever reaching `didReceive response`. It is the final response: hand it over now
+        // (corelibs has discarded its body).
+        if error == nil, let call, !call.exchange.hasHead, let head = task.response as? HTTPURLResponse,
+            (300..<400).contains(head.statusCode)
+        {
+            _ = call.exchange.receive(head)
+        }
         call?.complete(error)
     }
 
