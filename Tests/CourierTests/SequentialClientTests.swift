@@ -78,7 +78,9 @@ struct SequentialClientTests {
                 }
                 // The call order is only known once the call is queued: wait for it before making the next one.
                 // A miss ends the test at once: every later count would miss too.
-                try #require(await eventually(timeout: .seconds(60)) { client.pendingCount == index + 1 })
+                try #require(
+                    await eventually(timeout: .seconds(60)) { client.pendingCount == index + 1 },
+                    "queued \(client.pendingCount) of \(index + 1)")
             }
             gate.open()
             try await group.waitForAll()
