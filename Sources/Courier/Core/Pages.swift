@@ -154,8 +154,9 @@ extension NetworkClientProtocol {
             var next = request.replacingURL(with: url)
             if there != home {
                 guard allowingOtherOrigins else { throw PaginationError.linkToOtherOrigin(origin: there) }
+                // The credential fields Courier always treats as secrets stay off the other origin.
                 next.additionalHeaders = next.additionalHeaders?.filter {
-                    !LinkHeader.credentialFields.contains($0.key.lowercased())
+                    !Redaction.alwaysSensitiveHeaders.contains($0.key.lowercased())
                 }
             }
             return next
@@ -187,9 +188,6 @@ extension NetworkRequest {
 
 /// Reading an RFC 8288 `Link` header.
 enum LinkHeader {
-    /// The header fields a request keeps off another origin when it follows a link there.
-    static let credentialFields: Set<String> = ["authorization", "proxy-authorization", "cookie"]
-
     /// The target (as written between `<` and `>`) of the first link whose `rel` holds `relation`
     /// (case-insensitively; `rel` may list several, space-separated); `nil` when there is none.
     static func target(of relation: String, in header: String) -> String? {

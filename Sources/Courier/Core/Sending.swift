@@ -54,7 +54,8 @@ extension NetworkClient {
             let outcome = await exchanged(exchange, deadline: rules.deadline, transport: hop ?? configuration.transport)
             hop?.finished(outcome, request: request)
             (meter.responseStart, meter.bytesReceived) = exchange.readings
-            meter.fromCache = (hop?.status ?? .network) != .network
+            let cacheStatus = hop?.status ?? .network
+            meter.fromCache = cacheStatus != .network
             switch outcome {
             case .delivered(let head, let data):
                 if let reporter, let last = exchange.finalProgress() {
@@ -63,7 +64,7 @@ extension NetworkClient {
                         reporter.finish(with: last) { continuation.resume() }
                     }
                 }
-                return (head, data, bodySink == nil ? nil : exchange.sinkValue, hop?.status ?? .network)
+                return (head, data, bodySink == nil ? nil : exchange.sinkValue, cacheStatus)
             case .redirected(let head):
                 meter.redirects += 1
                 do {
