@@ -104,14 +104,8 @@ final class CachingTransport: HTTPTransport {
             return replay(stored, to: exchange, as: .staleOnError)
         }
         if isGET {
-            if CachePolicy.isStorable(head, for: request),
-                let vary = CachePolicy.varyValues(head.value(forHTTPHeaderField: "Vary"), of: request)
-            {
-                cache.store(
-                    StoredResponse(
-                        status: head.statusCode, headers: StoredResponse.fields(of: head), body: body,
-                        requestTime: requestTime, responseTime: responseTime, varyValues: vary),
-                    for: key)
+            if let entry = Self.entry(head, body, for: request, requestTime: requestTime, responseTime: responseTime) {
+                cache.store(entry, for: key)
             } else if head.statusCode < 500, head.statusCode != 304 {
                 cache.remove(key)  // A newer answer that may not be kept: the older one is not served again.
             }
@@ -162,16 +156,25 @@ final class CachingTransport: HTTPTransport {
                 cache.store(
                     CachePolicy.updated(stored, with: head, requestTime: requestTime, responseTime: responseTime),
                     for: key)
-            } else if CachePolicy.isStorable(head, for: get),
-                let vary = CachePolicy.varyValues(head.value(forHTTPHeaderField: "Vary"), of: get)
+            } else if let entry = Self.entry(head, body, for: get, requestTime: requestTime, responseTime: responseTime)
             {
-                cache.store(
-                    StoredResponse(
-                        status: head.statusCode, headers: StoredResponse.fields(of: head), body: body,
-                        requestTime: requestTime, responseTime: responseTime, varyValues: vary),
-                    for: key)
+                cache.store(entry, for: key)
             }
         }
+    }
+
+    /// What the cache keeps of the network's answer `head` and `body` to `request`; `nil` when it may not be stored
+    /// (``CachePolicy/isStorable(_:for:)``) or its `Vary` names a field that cannot be matched.
+    private static func entry(
+        _ head: HTTPURLResponse, _ body: Data, for request: URLRequest, requestTime: TimeInterval,
+        responseTime: TimeInterval
+    ) -> StoredResponse? {
+        guard CachePolicy.isStorable(head, for: request),
+            let vary = CachePolicy.varyValues(head.value(forHTTPHeaderField: "Vary"), of: request)
+        else { return nil }
+        return StoredResponse(
+            status: head.statusCode, headers: StoredResponse.fields(of: head), body: body, requestTime: requestTime,
+            responseTime: responseTime, varyValues: vary)
     }
 
     /// A hop ended with `ended`: a successful unsafe request invalidates what it names (RFC 9111, 4.4).
