@@ -118,7 +118,7 @@ public final class NetworkClient: NetworkClientProtocol {
                 rules: SendingRules(
                     limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
                     deadline: deadline(totalTimeout: networkRequest.totalTimeout), sensitiveHeaders: sensitive,
-                    onProgress: networkRequest.onProgress),
+                    onProgress: networkRequest.onProgress, cache: settings.responseCache),
                 meter: &meter,
                 sink: { [serial = configuration.serial] request, first in
                     ResponseKinds.sink(

@@ -13,6 +13,8 @@ struct SendingRules: Sendable {
     /// Lowercased names of the header fields kept off another origin: the configuration's and the credential's.
     var sensitiveHeaders: Set<String>
     var onProgress: (@Sendable (TransferProgress) -> Void)?
+    /// The configuration's ``ResponseCache`` as the call's settings read it; `nil` sends every hop to the transport.
+    var cache: ResponseCache?
 }
 
 extension NetworkClient {
@@ -31,7 +33,6 @@ extension NetworkClient {
         sink: (_ request: inout URLRequest, _ first: URLRequest) -> (any ResponseBodySink)?
     ) async throws -> (head: HTTPURLResponse, body: Data, sinkValue: (any Sendable)?, cacheStatus: CacheStatus) {
         var outgoing = first
-        let cache = configuration.responseCache
         var redirects = RedirectState(sensitiveHeaders: rules.sensitiveHeaders)
         let reporter = rules.onProgress.map(ProgressReporter.init)
         while true {
@@ -46,7 +47,7 @@ extension NetworkClient {
             case .file(_, let byteCount): meter.bytesSent += byteCount
             }
             // With a cache, each hop goes through it (see CachingTransport): a cached answer meets the same rules.
-            let hop = cache.map {
+            let hop = rules.cache.map {
                 CachingTransport(
                     cache: $0, base: configuration.transport, sensitiveHeaders: rules.sensitiveHeaders,
                     limit: rules.limit)
