@@ -72,7 +72,10 @@ struct SequentialClientTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<200 {
                 group.addTask {
-                    let request = NetworkRequest<Int, VoidResponse>(path: "items", method: .post, body: index)
+                    // The gate holds the first request for up to 120 s: its idle timeout must not end it sooner (the
+                    // suite's 10 s one did when queueing took longer, and the queue drained: "queued 88 of 94").
+                    let request = NetworkRequest<Int, VoidResponse>(
+                        path: "items", method: .post, body: index, timeoutInterval: 130)
                     let status = try await client.run(request).statusCode
                     #expect(status == 201)
                 }
