@@ -398,6 +398,26 @@ final class Connection {
             if !rest.isEmpty { core.bodyBytesSent(rest.count) }
             return (close ? .close : .keepAlive, false)
 
+        case .writer(let status, let headers, let chunked, let write):
+            let close = head.wantsClose || !chunked || headers.contains { isConnectionClose($0) }
+            let framing = chunked ? [ServerHeader(name: "Transfer-Encoding", value: "chunked")] : []
+            buildHead(status: status, headers: headers + framing, contentLength: nil, close: close)
+            guard sendHeadAndBody(Data()) else { return (.close, true) }
+            if head.isHEAD { return (close ? .close : .keepAlive, false) }
+            let writer = ResponseWriter(
+                chunked: chunked, send: { [fd] in sendAll(fd, $0) },
+                wait: { [unowned self] in waitWatchingClient(for: $0) == .elapsed },
+                counted: { [core] in core.bodyBytesSent($0) })
+            let ending = write(writer)
+            if writer.clientWentAway { return (.close, !core.isStopped) }
+            switch ending {
+            case .finish:
+                guard writer.finish() else { return (.close, true) }
+                return (close ? .close : .keepAlive, false)
+            case .close: return (.close, false)
+            case .reset: return (.reset, false)
+            }
+
         case .interimForever(let status, let interval):
             output.removeAll(keepingCapacity: true)
             append("HTTP/1.1 ")

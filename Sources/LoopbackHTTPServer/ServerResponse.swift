@@ -56,6 +56,14 @@ public enum ServerResponse: Sendable {
     /// gate, or acts on the client's half-received file), then the rest of `body`. Ends early if the client goes away.
     case split(status: Int = 200, headers: [ServerHeader] = [], body: Data, splitAt: Int, between: @Sendable () -> Void)
 
+    /// A body written by `write` on the connection's thread, piece by piece, after the head (`Transfer-Encoding:
+    /// chunked` unless `chunked` is false, then a body ended by closing the connection). What `write` returns ends
+    /// the response: properly, by closing the connection mid-body, or by a reset. A client that goes away makes the
+    /// writer's sends and waits return `false` and is counted in `clientClosedCount`.
+    case writer(
+        status: Int = 200, headers: [ServerHeader] = [], chunked: Bool = true,
+        write: @Sendable (ResponseWriter) -> ResponseWriter.Ending)
+
     /// The `Content-Length` of a `.gzipBomb(expandedSize:)` response: the size of the gzip stream in bytes.
     public static func gzipBombCompressedSize(expandedSize: Int) -> Int {
         GzipZeros(expandedSize: expandedSize).compressedSize

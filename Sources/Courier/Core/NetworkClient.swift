@@ -70,6 +70,56 @@ public final class NetworkClient: NetworkClientProtocol {
         try Task.checkCancellation()
         var meter = MetricsMeter()
         let settings = settings ?? configuration.currentSettings
+        let stream = ResponseKinds.stream(ResponseModel.self)
+        // A stream may run for days: only its own total timeout bounds it, not the session's resource timeout.
+        let deadline =
+            stream == nil
+            ? deadline(totalTimeout: networkRequest.totalTimeout) : streamDeadline(networkRequest.totalTimeout)
+        let sent = try await send(networkRequest, settings: settings, deadline: deadline, meter: &meter)
+        // A download's file exists only for an acceptable status, or a 206 that resumed it; a stream opens only for an
+        // acceptable status.
+        if let file = sent.sinkValue {
+            if let stream, let channel = file as? StreamChannel {
+                let value = stream.init(
+                    reading: streamSource(
+                        channel, of: networkRequest, kind: stream, settings: settings, deadline: deadline,
+                        began: meter.startUptime))
+                return NetworkResponse(
+                    value: value as! ResponseModel, response: sent.head, data: Data(), metrics: meter.finished())
+            }
+            return NetworkResponse(
+                value: file as! ResponseModel, response: sent.head, data: Data(), metrics: meter.finished(),
+                cacheStatus: sent.cacheStatus)
+        }
+        guard ResponseKinds.accepts(sent.head.statusCode, sent.accepted) else {
+            throw Self.unacceptable(sent, meter)
+        }
+        let value = try ResponseKinds.decode(
+            ResponseModel.self, from: sent.body, with: networkRequest.decoder ?? configuration.defaultDecoder)
+        return NetworkResponse(
+            value: value, response: sent.head, data: sent.body, metrics: meter.finished(),
+            cacheStatus: sent.cacheStatus)
+    }
+
+    /// What ``send(_:settings:deadline:meter:)`` returns: the final response of one call, before its value is made.
+    struct Sent {
+        let head: HTTPURLResponse
+        let body: Data
+        /// What the body's sink produced: a download's ``DownloadedFile``, or an opened stream's ``StreamChannel``.
+        let sinkValue: (any Sendable)?
+        let cacheStatus: CacheStatus
+        /// The statuses that count as success for the request.
+        let accepted: Set<Int>?
+    }
+
+    /// Builds `networkRequest`, runs the interceptors, applies the credential's scope, tells the listening decorators
+    /// what goes out, and sends it through the pipeline (``send(_:rules:meter:sink:)``).
+    ///
+    /// - Throws: ``NetworkClientError`` or `CancellationError`, as ``run(_:)``.
+    func send<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings,
+        deadline: DispatchTime?, meter: inout MetricsMeter
+    ) async throws -> Sent {
         let listener = SendReportListener.current
         let prepared: PreparedRequest
         do {
@@ -108,41 +158,54 @@ public final class NetworkClient: NetworkClientProtocol {
             body = request.httpBody.map { .data($0) } ?? .none
         }
         let destination = networkRequest.downloadDestination
-        let head: HTTPURLResponse
-        let data: Data
-        let file: (any Sendable)?
-        let cacheStatus: CacheStatus
+        let isStream = ResponseKinds.isStream(ResponseModel.self)
         do {
-            (head, data, file, cacheStatus) = try await send(
+            let (head, data, sinkValue, cacheStatus) = try await send(
                 OutgoingRequest(request: request, body: body),
                 rules: SendingRules(
                     limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
-                    deadline: deadline(totalTimeout: networkRequest.totalTimeout), sensitiveHeaders: sensitive,
-                    onProgress: networkRequest.onProgress, cache: settings.responseCache),
+                    deadline: deadline, sensitiveHeaders: sensitive,
+                    onProgress: networkRequest.onProgress, cache: isStream ? nil : settings.responseCache),
                 meter: &meter,
                 sink: { [serial = configuration.serial] request, first in
                     ResponseKinds.sink(
                         for: ResponseModel.self, request: &request, first: first, destination: destination,
                         acceptable: accepted, scope: serial)
                 })
+            return Sent(
+                head: head, body: data, sinkValue: sinkValue, cacheStatus: cacheStatus, accepted: accepted)
         } catch NetworkClientError.transportFailed(let failure) {
             throw NetworkClientError.transportFailed(RequestMetrics.attach(meter.finished(), to: failure))
         }
-        // A download's file exists only for an acceptable status, or a 206 that resumed it.
-        if let file {
-            return NetworkResponse(
-                value: file as! ResponseModel, response: head, data: Data(), metrics: meter.finished(),
-                cacheStatus: cacheStatus)
+    }
+
+    /// The error of a status that is not acceptable, with the response's body and the call's metrics.
+    private static func unacceptable(_ sent: Sent, _ meter: MetricsMeter) -> NetworkClientError {
+        .unacceptableStatusCode(
+            statusCode: sent.head.statusCode,
+            response: RequestMetrics.attach(meter.finished(), to: Redaction.response(sent.head)), data: sent.body)
+    }
+
+    /// What reads an opened stream: its first connection, the request's limits, and (for a `GET` of a kind that
+    /// reconnects, with a ``StreamReconnection``) how to open it again with `Last-Event-ID`, through this client,
+    /// interceptors included, under the same deadline.
+    private func streamSource<RequestModel, ResponseModel>(
+        _ channel: StreamChannel, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
+        kind: any StreamResponseKind.Type, settings: NetworkConfiguration.Settings, deadline: DispatchTime?,
+        began: UInt64
+    ) -> StreamSource {
+        let reconnection = kind.reconnects && networkRequest.method == .get ? networkRequest.reconnection : nil
+        var reopen: StreamSource.Reopen?
+        if reconnection != nil {
+            reopen = { [self] (lastEventID: String?) async throws -> StreamSource.Connection in
+                try await reopenStream(networkRequest, lastEventID: lastEventID, deadline: deadline)
+            }
         }
-        guard ResponseKinds.accepts(head.statusCode, accepted) else {
-            throw NetworkClientError.unacceptableStatusCode(
-                statusCode: head.statusCode,
-                response: RequestMetrics.attach(meter.finished(), to: Redaction.response(head)), data: data)
-        }
-        let value = try ResponseKinds.decode(
-            ResponseModel.self, from: data, with: networkRequest.decoder ?? configuration.defaultDecoder)
-        return NetworkResponse(
-            value: value, response: head, data: data, metrics: meter.finished(), cacheStatus: cacheStatus)
+        return StreamSource(
+            connection: channel,
+            maximumItemSize: networkRequest.maximumStreamItemSize ?? StreamDefaults.maximumItemSize,
+            decoder: networkRequest.decoder ?? configuration.defaultDecoder, began: began,
+            reconnection: reconnection, deadline: deadline, reopen: reopen)
     }
 
     /// Answers a ``ClientFacts`` query from the configuration, without sending anything.
@@ -220,6 +283,32 @@ public final class NetworkClient: NetworkClientProtocol {
         try HeaderValidation.validate(method: request.httpMethod ?? "GET")
         try HeaderValidation.validate(request.allHTTPHeaderFields ?? [:])
         return request
+    }
+
+    /// Sends `networkRequest` again for a stream that reconnects, with `Last-Event-ID: lastEventID` when given, and
+    /// returns its new connection.
+    ///
+    /// - Throws: What ``run(_:)`` throws for the opening, ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``
+    ///   included.
+    private func reopenStream<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, lastEventID: String?, deadline: DispatchTime?
+    ) async throws -> StreamSource.Connection {
+        var again = networkRequest
+        if let lastEventID {
+            var headers = again.additionalHeaders ?? [:]
+            for name in headers.keys where name.lowercased() == "last-event-id" { headers[name] = nil }
+            headers["Last-Event-ID"] = lastEventID
+            again.additionalHeaders = headers
+        }
+        var meter = MetricsMeter()
+        let sent = try await send(again, settings: configuration.currentSettings, deadline: deadline, meter: &meter)
+        guard let channel = sent.sinkValue as? StreamChannel else { throw Self.unacceptable(sent, meter) }
+        return StreamSource.Connection(channel: channel, head: sent.head)
+    }
+
+    /// When a streamed call must have ended: its own total timeout only, if it has one.
+    private func streamDeadline(_ totalTimeout: TimeInterval?) -> DispatchTime? {
+        totalTimeout.map { .now() + min($0, NetworkConfiguration.maximumTimeout) }
     }
 
     /// When the request must have ended: the earlier of its own total timeout and the session's resource timeout

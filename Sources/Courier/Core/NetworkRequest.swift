@@ -70,7 +70,8 @@ public struct VoidResponse: Decodable, Hashable, Sendable {
 /// - `RequestModel` is JSON-encoded as the body; `Data` is sent as is, ``VoidRequest`` sends nothing,
 ///   ``FileUpload`` streams a file and ``MultipartFormData`` sends a `multipart/form-data` form.
 /// - `ResponseModel` is JSON-decoded from a 2xx body; `Data` returns the raw body, `String` decodes UTF-8,
-///   ``VoidResponse`` skips decoding and ``DownloadedFile`` streams the body to a file.
+///   ``VoidResponse`` skips decoding and ``DownloadedFile`` streams the body to a file. ``ServerSentEvents``,
+///   ``JSONLines`` and ``ByteStream`` return at the head and yield the body as it arrives.
 public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: Decodable & Sendable>: Sendable {
     /// The path appended to the base URL with exactly one `/` between them; `nil` or empty means the base URL itself.
     ///
@@ -133,6 +134,15 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// How the decorators treat this request: sharing, credential, retry and a log tag; `RequestOptions()` (no
     /// change) by default.
     public var options: RequestOptions
+    /// The longest line or event, in bytes, a streamed response (``ServerSentEvents``, ``JSONLines``) accepts; `nil`
+    /// (the default) uses ``StreamDefaults/maximumItemSize`` (1 MiB). A longer one ends the sequence with
+    /// ``NetworkClientError/responseTooLarge(limit:)``. Ignored by other response types, which
+    /// ``maximumResponseSize`` bounds whole.
+    public let maximumStreamItemSize: Int?
+    /// Whether a ``ServerSentEvents`` stream that ends or drops is opened again, with `Last-Event-ID`; `nil` (the
+    /// default) never. Applies to `GET` requests only (a `POST` stream is never sent twice) and is ignored by other
+    /// response types.
+    public let reconnection: StreamReconnection?
     /// The credential an ``AuthenticatingClient`` put on the request, for the client at the bottom to keep to its
     /// origins; `nil` when none did.
     var credentialScope: CredentialScope?
@@ -161,6 +171,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     ///   - downloadDestination: Where a ``DownloadedFile`` goes; `nil` by default (the caches directory).
     ///   - onProgress: A progress handler; `nil` by default.
     ///   - options: How the decorators treat the request; `RequestOptions()` (no change) by default.
+    ///   - maximumStreamItemSize: The longest line or event of a streamed response; `nil` by default (1 MiB).
+    ///   - reconnection: When a ``ServerSentEvents`` `GET` is opened again; `nil` (never) by default.
     public init(
         path: String? = nil,
         method: HTTPMethod,
@@ -177,7 +189,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         acceptableStatusCodes: Set<Int>? = nil,
         downloadDestination: URL? = nil,
         onProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-        options: RequestOptions = RequestOptions()
+        options: RequestOptions = RequestOptions(),
+        maximumStreamItemSize: Int? = nil,
+        reconnection: StreamReconnection? = nil
     ) {
         self.path = path
         self.method = method
@@ -195,5 +209,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         self.downloadDestination = downloadDestination
         self.onProgress = onProgress
         self.options = options
+        self.maximumStreamItemSize = maximumStreamItemSize
+        self.reconnection = reconnection
     }
 }

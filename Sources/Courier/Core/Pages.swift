@@ -178,7 +178,8 @@ extension NetworkRequest {
             decoder: decoder, encoder: encoder, additionalHeaders: additionalHeaders, timeoutInterval: timeoutInterval,
             totalTimeout: totalTimeout, maximumResponseSize: maximumResponseSize,
             acceptableStatusCodes: acceptableStatusCodes, downloadDestination: downloadDestination,
-            onProgress: onProgress, options: options)
+            onProgress: onProgress, options: options, maximumStreamItemSize: maximumStreamItemSize,
+            reconnection: reconnection)
         copy.credentialScope = credentialScope
         copy.interceptors = interceptors
         copy.runner = runner

@@ -270,7 +270,7 @@ extension NetworkRequest {
         case nil: break
         }
         // Assigned once: corelibs rebuilds its header storage on every `setValue`.
-        var headers = ["Accept": "application/json"]
+        var headers = ["Accept": ResponseKinds.accept(ResponseModel.self)]
         if let contentType { headers["Content-Type"] = contentType }
         if let additionalHeaders {
             for (name, value) in additionalHeaders {

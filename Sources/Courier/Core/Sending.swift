@@ -46,6 +46,22 @@ extension NetworkClient {
             case .data(let data): meter.bytesSent += Int64(data.count)
             case .file(_, let byteCount): meter.bytesSent += byteCount
             }
+            if let channel = bodySink?.streamChannel {
+                // A stream: the transfer goes on in a task of its own once the head opened it.
+                let (outcome, isOpen) = await opened(
+                    exchange, channel: channel, deadline: rules.deadline, url: request.url)
+                (meter.responseStart, meter.bytesReceived) = exchange.readings
+                if case .delivered(let head, let data) = outcome {
+                    // Not open: an error status, whose body is the error's.
+                    return (head, data, isOpen ? channel : nil, .network)
+                }
+                if case .redirected(let head) = outcome {
+                    meter.redirects += 1
+                    outgoing = try next(after: head, from: outgoing, &redirects)
+                    continue
+                }
+                try Self.fail(outcome, url: outgoing.request.url, limit: rules.limit)
+            }
             // With a cache, each hop goes through it (see CachingTransport): a cached answer meets the same rules.
             let hop = rules.cache.map {
                 CachingTransport(
@@ -68,23 +84,65 @@ extension NetworkClient {
                 return (head, data, bodySink == nil ? nil : exchange.sinkValue, cacheStatus)
             case .redirected(let head):
                 meter.redirects += 1
-                do {
-                    outgoing = try redirects.next(after: head, from: outgoing)
-                } catch {
-                    throw Self.wrapped(error, url: outgoing.request.url)
-                }
+                outgoing = try next(after: head, from: outgoing, &redirects)
             case .restarting(let fresh):
                 outgoing.request = fresh
-            case .cancelled:
-                throw CancellationError()
-            case .timedOut:
-                throw Self.wrapped(Self.timeout, url: outgoing.request.url)
-            case .tooLarge:
-                throw NetworkClientError.responseTooLarge(limit: rules.limit)
-            case .failed(let error):
-                if error is CancellationError { throw error }
-                throw Self.wrapped(error, url: outgoing.request.url)
+            case .cancelled, .timedOut, .tooLarge, .failed:
+                try Self.fail(outcome, url: outgoing.request.url, limit: rules.limit)
             }
+        }
+    }
+
+    /// The request that follows the redirect `head`, as ``RedirectState`` decides it.
+    private func next(
+        after head: HTTPURLResponse, from outgoing: OutgoingRequest, _ redirects: inout RedirectState
+    ) throws -> OutgoingRequest {
+        do {
+            return try redirects.next(after: head, from: outgoing)
+        } catch {
+            throw Self.wrapped(error, url: outgoing.request.url)
+        }
+    }
+
+    /// Throws the error of an exchange that ended without a response: `CancellationError`, the deadline's timeout,
+    /// ``NetworkClientError/responseTooLarge(limit:)`` or the failure, wrapped.
+    private static func fail(_ outcome: TransferStateMachine.Outcome, url: URL?, limit: Int) throws -> Never {
+        throw error(of: outcome, url: url, limit: limit) ?? TransferStateMachine.outOfOrder("no response")
+    }
+
+    /// The error the caller gets for an exchange that ended with `outcome`; `nil` for a response.
+    static func error(of outcome: TransferStateMachine.Outcome, url: URL?, limit: Int) -> (any Error)? {
+        switch outcome {
+        case .delivered, .redirected, .restarting: return nil
+        case .cancelled: return CancellationError()
+        case .timedOut: return wrapped(timeout, url: url)
+        case .tooLarge: return NetworkClientError.responseTooLarge(limit: limit)
+        case .failed(let error): return error is CancellationError ? error : wrapped(error, url: url)
+        }
+    }
+
+    /// Starts a stream's exchange in a task of its own, which lives as long as the stream, and returns when the head
+    /// opened the stream (`delivered`, with the channel open), or how the exchange ended without that: a redirect to
+    /// follow, an error status with its body, a failure. The caller's cancellation stops the exchange until the head
+    /// opened it; after that the reader owns it (``StreamChannel/cancel()``).
+    private func opened(
+        _ exchange: HTTPExchange, channel: StreamChannel, deadline: DispatchTime?, url: URL?
+    ) async -> (TransferStateMachine.Outcome, isOpen: Bool) {
+        channel.attach { [weak exchange] in exchange?.stop(.cancelled) }
+        let transport = configuration.transport
+        Task {
+            let outcome = await exchanged(exchange, deadline: deadline, transport: transport)
+            let ending = Self.error(of: outcome, url: url, limit: 0).map { Result<Void, any Error>.failure($0) }
+            channel.transportEnded(outcome, as: ending ?? .success(()))
+        }
+        let opening = await withTaskCancellationHandler {
+            await channel.awaitOpening()
+        } onCancel: {
+            exchange.stop(.cancelled)
+        }
+        switch opening {
+        case .opened(let head): return (.delivered(head, Data()), true)
+        case .ended(let outcome): return (outcome, false)
         }
     }
 

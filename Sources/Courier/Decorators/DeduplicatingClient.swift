@@ -9,7 +9,8 @@ import FoundationNetworking
 /// Two requests are identical when they have the same method, base URL override, path, query items (in order), form
 /// items, additional headers, body bytes, timeout, request and response types, and the same decoder and encoder
 /// instances (or none). Anything that differs, one header or one query value, means a separate call: a response
-/// never reaches a caller whose request differs. Only the methods in ``sharedMethods`` are shared (`GET` and `HEAD`
+/// never reaches a caller whose request differs. A streamed response (``ServerSentEvents``, ``JSONLines``,
+/// ``ByteStream``) is never shared: it has one reader, so each caller gets a connection of its own. Only the methods in ``sharedMethods`` are shared (`GET` and `HEAD`
 /// by default). This is not a cache: a request that arrives after the shared call finished starts a new one.
 ///
 /// The shared call runs in a task of its own that inherits the first caller's priority and task-local values, so
@@ -56,9 +57,10 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         // A request that opts out (RequestOptions.allowsSharing) is sent on its own: so is one with interceptors, a
         // retry strategy or response interceptors of its own, whose initializers opt out, since two such requests
-        // cannot be known to be the same. Nor is a request that never leaves the process shared.
+        // cannot be known to be the same. Nor is a request that never leaves the process shared, nor a stream, which
+        // has one reader: each caller gets a connection of its own.
         guard sharedMethods.contains(networkRequest.method), networkRequest.options.allowsSharing,
-            !networkRequest.isLocalQuery
+            !networkRequest.isLocalQuery, !ResponseKinds.isStream(ResponseModel.self)
         else {
             return try await wrapped.run(networkRequest)
         }

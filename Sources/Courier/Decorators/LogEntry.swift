@@ -54,8 +54,14 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     let queryItems: [URLQueryItem]?
 
     /// What the call cost (``RequestMetrics``): the response's metrics, or the error's
-    /// (``NetworkClientError/metrics``); `nil` for a failure that has none.
+    /// (``NetworkClientError/metrics``); `nil` for a failure that has none. For a stream, those of its opening.
     public let metrics: RequestMetrics?
+
+    /// For a streamed response (``ServerSentEvents``, ``JSONLines``, ``ByteStream``), which of its two entries this
+    /// is: ``StreamLogPhase/opened`` when `run` returned at the head, ``StreamLogPhase/ended(_:)`` when the sequence
+    /// ended (``duration`` then runs to the end, ``responseSize`` counts every body byte and ``error`` is what ended
+    /// it); `nil` for any other response.
+    public internal(set) var stream: StreamLogPhase? = nil
 
     /// The request URL, user info and the named query values redacted.
     public var url: String {
@@ -82,8 +88,17 @@ public struct LogEntry: Sendable, CustomStringConvertible {
         text += " -> "
         text += statusCode.map(String.init) ?? "failed"
         text += ", "
+        if case .ended = stream { text += "stream ended after " }
         text += String(milliseconds)
         text += " ms"
+        switch stream {
+        case nil: break
+        case .opened: text += ", stream opened"
+        case .ended(let summary):
+            text += ", \(summary.items) items"
+            if summary.reconnections > 0 { text += ", \(summary.reconnections) reconnections" }
+            if summary.endedByReader { text += ", stopped by the reader" }
+        }
         if let responseSize {
             text += ", "
             text += String(responseSize)
@@ -144,4 +159,12 @@ public struct LogEntry: Sendable, CustomStringConvertible {
         default: return "URLError \(code.rawValue)"
         }
     }
+}
+
+/// Which of a streamed response's two log entries a ``LogEntry`` is.
+public enum StreamLogPhase: Sendable, Hashable {
+    /// `run` returned at the head: the stream opened. The entry's ``LogEntry/duration`` is the time to the head.
+    case opened
+    /// The sequence ended: cleanly, with an error, or because the reader stopped (``StreamSummary/endedByReader``).
+    case ended(StreamSummary)
 }

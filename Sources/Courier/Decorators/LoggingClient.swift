@@ -94,10 +94,23 @@ public final class LoggingClient: NetworkClientProtocol {
             let response = try await SendReportListener.$current.withValue(listener) {
                 try await wrapped.run(networkRequest)
             }
+            let report = listener.report
+            let head = response.response as? HTTPURLResponse
+            guard let source = ResponseKinds.streamSource(of: response.value) else {
+                log(
+                    networkRequest, report, start: start, status: response.statusCode, response: head,
+                    data: response.data, error: nil, metrics: response.metrics)
+                return response
+            }
+            // A stream: one entry now that it opened, one when it ends (however it ends, even unread).
             log(
-                networkRequest, listener.report, start: start, status: response.statusCode,
-                response: response.response as? HTTPURLResponse, data: response.data, error: nil,
-                metrics: response.metrics)
+                networkRequest, report, start: start, status: response.statusCode, response: head, data: nil,
+                error: nil, metrics: response.metrics, stream: .opened)
+            source.onEnd { [self] summary, error in
+                log(
+                    networkRequest, report, start: start, status: response.statusCode, response: nil, data: nil,
+                    error: error, metrics: response.metrics, stream: .ended(summary))
+            }
             return response
         } catch {
             let report = listener.report
@@ -121,7 +134,8 @@ public final class LoggingClient: NetworkClientProtocol {
 
     private func log<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, _ report: SendReport?, start: UInt64, status: Int?,
-        response: HTTPURLResponse?, data: Data?, error: (any Error)?, metrics: RequestMetrics?
+        response: HTTPURLResponse?, data: Data?, error: (any Error)?, metrics: RequestMetrics?,
+        stream: StreamLogPhase? = nil
     ) {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
@@ -154,16 +168,21 @@ public final class LoggingClient: NetworkClientProtocol {
                     redactor.body($0, limit: maximumBodyLength, scrubbing: secrets)
                 }
             }
-            responseBody = data.flatMap { redactor.body($0, limit: maximumBodyLength, scrubbing: secrets) }
+            responseBody =
+                stream == .opened
+                ? ResponseKinds.logPlaceholder(of: ResponseModel.self)
+                : data.flatMap { redactor.body($0, limit: maximumBodyLength, scrubbing: secrets) }
         }
+        var responseSize = data?.count
+        if case .ended(let summary) = stream { responseSize = Int(clamping: summary.bytes) }
         sink(
             LogEntry(
                 level: level, method: request.method, statusCode: status, duration: duration,
-                responseSize: data?.count, error: error, requestHeaders: requestHeaders,
+                responseSize: responseSize, error: error, requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders, requestBody: requestBody, responseBody: responseBody,
                 tag: request.options.tag, redactor: redactor,
                 base: loggedBase(report, request, redactor),
-                path: request.path, queryItems: request.queryItems, metrics: metrics))
+                path: request.path, queryItems: request.queryItems, metrics: metrics, stream: stream))
     }
 
     /// The base URL as logged, redacted: a configuration's is redacted once and kept, since a client's requests

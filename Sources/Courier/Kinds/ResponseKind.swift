@@ -5,11 +5,15 @@ import FoundationNetworking
 #endif
 
 // Each kind of response owns its rules here, in one conformance: which statuses it accepts, how a body becomes its
-// value, whether it is a file, and what `StubNetworkClient` answers from a canned body. `NetworkClient`, the outbox's
+// value, whether it is a file or a stream, the `Accept` it asks for, and what `StubNetworkClient` answers from a canned
+// body. Streams (`ServerSentEvents`, `JSONLines`, `ByteStream`) add theirs in `StreamResponseKind`. `NetworkClient`, the outbox's
 // results and the stub ask `ResponseKinds` and nothing else. A response type that conforms to nothing is JSON.
 
 /// The statuses that count as success when neither the request nor the configuration names any: `200..<300`.
 let defaultAcceptableStatusCodes = 200..<300
+
+/// The `Accept` header field of a request whose response kind names none.
+let defaultAccept = "application/json"
 
 /// The rules of one kind of response.
 protocol ResponseKind: Sendable {
@@ -17,6 +21,9 @@ protocol ResponseKind: Sendable {
     static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> Self
     /// Whether the body goes to a file rather than memory; `false` by default.
     static var isFile: Bool { get }
+    /// The `Accept` header field a request sends for this kind unless it names its own; `application/json` by
+    /// default.
+    static var accept: String { get }
     /// What ``StubNetworkClient`` answers for a canned body of an accepted status; ``decoded(from:decoder:)`` by
     /// default.
     static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self
@@ -29,6 +36,8 @@ protocol ResponseKind: Sendable {
 
 extension ResponseKind {
     static var isFile: Bool { false }
+
+    static var accept: String { defaultAccept }
 
     static func sink(
         request: inout URLRequest, first: URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
@@ -115,6 +124,21 @@ enum ResponseKinds {
     /// Whether `type`'s body goes to a file.
     static func isFile<ResponseModel>(_ type: ResponseModel.Type) -> Bool {
         (type as? any ResponseKind.Type)?.isFile ?? false
+    }
+
+    /// The rules of `type` when it is a stream (``ServerSentEvents``, ``JSONLines``, ``ByteStream``); `nil` otherwise.
+    static func stream<ResponseModel>(_ type: ResponseModel.Type) -> (any StreamResponseKind.Type)? {
+        type as? any StreamResponseKind.Type
+    }
+
+    /// Whether `type` is a stream: never shared, cached or stored in an outbox.
+    static func isStream<ResponseModel>(_ type: ResponseModel.Type) -> Bool {
+        stream(type) != nil
+    }
+
+    /// The `Accept` header field of a request for `type`.
+    static func accept<ResponseModel>(_ type: ResponseModel.Type) -> String {
+        (type as? any ResponseKind.Type)?.accept ?? defaultAccept
     }
 
     /// The value of an accepted body: the kind's rule, or JSON with `decoder`.

@@ -312,7 +312,8 @@ public final class Outbox: Sendable {
     ///   ``OutboxError/bodyTooLarge(size:limit:)``,
     ///   ``OutboxError/tooManyEntries(limit:)``, ``OutboxError/tooManyBytes(limit:)``,
     ///   ``OutboxError/invalidRequest(reason:)`` (also for a ``FileUpload`` or ``MultipartFormData`` body: enqueue
-    ///   the bytes as `Data`), ``OutboxError/storageFailed(operation:path:code:)`` or ``OutboxError/closed``;
+    ///   the bytes as `Data`; and for a streamed response type, ``ServerSentEvents``, ``JSONLines`` or
+    ///   ``ByteStream``), ``OutboxError/storageFailed(operation:path:code:)`` or ``OutboxError/closed``;
     ///   nothing is stored then.
     @discardableResult
     public func enqueue<RequestModel, ResponseModel>(
@@ -747,6 +748,12 @@ public final class Outbox: Sendable {
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String?,
         facts: ClientFacts?
     ) throws(OutboxError) -> StoredEntry {
+        if ResponseKinds.isStream(ResponseModel.self) {
+            throw .invalidRequest(
+                reason: "a \(ResponseModel.self) response is read as it arrives by the caller of run(_:), and an "
+                    + "outbox entry has no caller waiting: enqueue the write with VoidResponse, Data or a Decodable "
+                    + "result")
+        }
         var headers = request.additionalHeaders ?? [:]
         try refuseSecrets(in: request, body: nil, facts: facts)
         do {

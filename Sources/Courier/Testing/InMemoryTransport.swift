@@ -281,7 +281,8 @@ public final class InMemoryTransport: HTTPTransport {
         // A HEAD response has no body, whatever its headers say.
         guard request.method != "HEAD" else { return }
         for piece in response.bodyPieces {
-            guard !exchange.isStopped, !Task.isCancelled, exchange.receive(piece) else { return }
+            // A streamed response's reader may hold the body back, as a socket would.
+            guard await exchange.readyForMore(), !Task.isCancelled, exchange.receive(piece) else { return }
         }
     }
 

@@ -18,6 +18,13 @@ protocol ResponseBodySink: Sendable {
     mutating func finish(for head: HTTPURLResponse) -> Result<(byteCount: Int64, value: any Sendable), any Error>
     /// The body did not complete: keeps its bytes for a later run of the same request, or deletes them.
     func settle(keep: Bool)
+    /// The reader of a streamed body, which a transport that can pause waits for (``HTTPExchange/readyForMore()``);
+    /// `nil` (a file) by default.
+    var streamChannel: StreamChannel? { get }
+}
+
+extension ResponseBodySink {
+    var streamChannel: StreamChannel? { nil }
 }
 
 /// One request on its way through an ``HTTPTransport``: what to send, and where the transport reports the response.
@@ -57,6 +64,8 @@ public final class HTTPExchange: Sendable {
 
     private let state: Locked<State>
     private let reporter: ProgressReporter?
+    /// The reader of a streamed body, for ``readyForMore()``.
+    private let stream: StreamChannel?
 
     init(
         request: URLRequest, body: HTTPRequestBody, limit: Int, sink: (any ResponseBodySink)?,
@@ -65,6 +74,7 @@ public final class HTTPExchange: Sendable {
         self.request = request
         self.body = body
         self.reporter = reporter
+        self.stream = sink?.streamChannel
         let machine = TransferStateMachine(
             mode: sink == nil ? .memory : .sink, limit: limit, reportsProgress: reporter != nil)
         self.state = Locked(State(machine: machine, sink: sink))
@@ -104,6 +114,18 @@ public final class HTTPExchange: Sendable {
         }
         waiter?.resume()
         return perform(next, again)
+    }
+
+    /// Returns once Courier can take another piece of the body, or `false` when it needs no more (stop reading).
+    ///
+    /// Only a streamed response (``ServerSentEvents``, ``JSONLines``, ``ByteStream``) ever waits here: while its reader
+    /// has ``StreamDefaults/bufferCapacity`` bytes unread. A transport that can pause reading calls it before it reads
+    /// each next piece, so that a slow reader holds the server back through the connection itself; a transport that
+    /// cannot (one driven by callbacks) need not call it, and ``receive(_:)-(Data)`` then holds the calling thread,
+    /// for a bounded time (see ``StreamDefaults``).
+    public func readyForMore() async -> Bool {
+        guard let stream else { return !isStopped }
+        return await stream.readyForMore() && !isStopped
     }
 
     /// Request body bytes went out: `totalBytes` so far, of `expected` when the transport knows it.

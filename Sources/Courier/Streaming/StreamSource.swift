@@ -1,0 +1,343 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Reads the items of one stream kind out of its body's bytes: events, JSON lines or chunks.
+protocol StreamItemParser: Sendable {
+    associatedtype Item: Sendable
+
+    /// Appends the items the next `bytes` of the current connection complete, in order. When a line breaks a rule
+    /// (too long, not decodable) the items before it are appended first and then the error is thrown.
+    mutating func parse(_ bytes: Data, into items: inout [Item]) throws
+    /// The current connection ended, whole when `cleanly`: appends what that completes (a last line without a line
+    /// end), and forgets what it does not (an event without its blank line).
+    mutating func connectionEnded(cleanly: Bool, into items: inout [Item]) throws
+    /// What a reconnection needs of what was parsed; only ``ServerSentEvents`` reconnects.
+    var resumption: StreamResumption { get }
+}
+
+extension StreamItemParser {
+    var resumption: StreamResumption { StreamResumption() }
+}
+
+/// What a reconnection sends and waits: the last event ID, the server's `retry`, and whether the connection that
+/// ended dispatched anything.
+struct StreamResumption: Sendable {
+    var lastEventID = ""
+    /// Milliseconds.
+    var retry: Int?
+    var dispatched = false
+}
+
+/// The reader's side of one streamed call, shared by the sequence value and its iterator: the current connection,
+/// opening another one when the policy says so, and the summary told to whoever asked (``LoggingClient``) when the
+/// sequence ends. When the last holder lets go of it (the sequence and its iterator dropped), the transfer stops.
+final class StreamSource: Sendable {
+    /// One open connection: its body, and the head that opened it.
+    struct Connection: Sendable {
+        let channel: StreamChannel
+        let head: HTTPURLResponse
+    }
+
+    /// Opens the stream again, with `Last-Event-ID: lastEventID` when it is given.
+    typealias Reopen = @Sendable (_ lastEventID: String?) async throws -> Connection
+
+    /// The longest line or event, in bytes.
+    let maximumItemSize: Int
+    /// Decodes the items of ``JSONLines``.
+    let decoder: JSONDecoder
+    private let reconnection: StreamReconnection?
+    private let reopen: Reopen?
+    /// When the whole sequence must have ended (the request's `totalTimeout`), if ever.
+    private let deadline: DispatchTime?
+    /// When the call began (uptime nanoseconds), for the summary's duration.
+    private let began: UInt64
+    /// Waits between connections; injected by tests.
+    private let sleep: @Sendable (TimeInterval) async throws -> Void
+
+    private struct State: Sendable {
+        var channel: StreamChannel
+        var iterated = false
+        var items = 0
+        /// Bytes of the connections before the current one.
+        var earlierBytes: Int64 = 0
+        var reconnections = 0
+        /// Connections in a row that failed to open or dispatched no event.
+        var failures = 0
+        var ended = false
+        var observers: [@Sendable (StreamSummary, (any Error)?) -> Void] = []
+    }
+
+    private let state: Locked<State>
+
+    init(
+        connection: StreamChannel, maximumItemSize: Int, decoder: JSONDecoder, began: UInt64,
+        reconnection: StreamReconnection? = nil, deadline: DispatchTime? = nil, reopen: Reopen? = nil,
+        sleep: @escaping @Sendable (TimeInterval) async throws -> Void = StreamSource.liveSleep
+    ) {
+        self.maximumItemSize = maximumItemSize
+        self.decoder = decoder
+        self.began = began
+        self.reconnection = reopen == nil ? nil : reconnection
+        self.deadline = deadline
+        self.reopen = reconnection == nil ? nil : reopen
+        self.sleep = sleep
+        self.state = Locked(State(channel: connection))
+    }
+
+    deinit {
+        // Nobody can read it any more: the transfer stops, and whoever waits for the end hears of it.
+        readerLeft()
+    }
+
+    static let liveSleep: @Sendable (TimeInterval) async throws -> Void = { seconds in
+        try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+    }
+
+    // MARK: Reading
+
+    /// Whether this is the first iterator: a stream is read once.
+    func claimIterator() -> Bool {
+        state.withLock { state in
+            defer { state.iterated = true }
+            return !state.iterated
+        }
+    }
+
+    /// The next bytes of the current connection; `nil` when its body ended whole.
+    func nextBytes() async throws -> Data? {
+        try await state.withLock { $0.channel }.next()
+    }
+
+    /// The reader took an item.
+    func itemRead() {
+        let channel = state.withLock { state in
+            state.items += 1
+            return state.channel
+        }
+        channel.noteProgress()
+    }
+
+    /// The current connection ended (with `error` when not whole): opens another when the policy allows. Returns
+    /// `true` when a new connection is open, `false` when the sequence ends here without an error.
+    ///
+    /// - Throws: The error that ends the sequence: `error` itself when it is not a transport failure or the policy
+    ///   does not reconnect, the last failure after ``StreamReconnection/maxAttempts`` in a row, what stops a
+    ///   reconnection at once (a status outside the acceptable ones, a wrong `Content-Type`), or `CancellationError`.
+    func reconnect(after error: (any Error)?, resumption: StreamResumption) async throws -> Bool {
+        guard let reconnection, let reopen else {
+            if let error { throw error }
+            return false
+        }
+        if let error, !Self.isReconnectable(error) { throw error }
+        var failures = state.withLock { state in
+            state.failures = resumption.dispatched ? 0 : state.failures + 1
+            return state.failures
+        }
+        var lastError = error
+        while true {
+            guard failures < reconnection.maxAttempts, !deadlinePassed else {
+                if let lastError { throw lastError }
+                return false
+            }
+            try await sleep(delay(reconnection, retry: resumption.retry, failures: failures))
+            try Task.checkCancellation()
+            do {
+                let connection = try await reopen(resumption.lastEventID.isEmpty ? nil : resumption.lastEventID)
+                let old = state.withLock { state -> StreamChannel? in
+                    guard !state.ended else { return nil }
+                    let old = state.channel
+                    state.earlierBytes += old.bytesReceived
+                    state.channel = connection.channel
+                    state.reconnections += 1
+                    return old
+                }
+                guard old != nil else {
+                    connection.channel.cancel()
+                    throw CancellationError()
+                }
+                // 204 No Content: the server asks not to reconnect.
+                return connection.head.statusCode != 204
+            } catch {
+                guard Self.isReconnectable(error) else { throw error }
+                lastError = error
+                failures = state.withLock { state in
+                    state.failures += 1
+                    return state.failures
+                }
+            }
+        }
+    }
+
+    private var deadlinePassed: Bool {
+        deadline.map { DispatchTime.now() >= $0 } ?? false
+    }
+
+    /// The wait before the next connection: the server's `retry` as it is, else `initialDelay` jittered between half
+    /// and all of it; doubled for each failure in a row; never above ``StreamReconnection/maximumDelay``.
+    private func delay(_ reconnection: StreamReconnection, retry: Int?, failures: Int) -> TimeInterval {
+        var base: TimeInterval
+        if let retry {
+            base = TimeInterval(retry) / 1_000
+        } else {
+            let initial = reconnection.initialDelay
+            base = initial > 0 ? Double.random(in: (initial / 2)...initial) : 0
+        }
+        let doubled = base * pow(2, Double(min(max(0, failures), 30)))
+        return min(doubled, StreamReconnection.maximumDelay)
+    }
+
+    /// A dropped connection or a timeout reconnects; a status, a wrong content type, a limit or a cancellation ends
+    /// the sequence.
+    private static func isReconnectable(_ error: any Error) -> Bool {
+        guard case NetworkClientError.transportFailed(let failure) = error else { return false }
+        return failure.code != .cancelled
+    }
+
+    // MARK: The end
+
+    /// The sequence ended (with `error` unless it ended whole or the reader stopped): told once to the observers.
+    func finish(_ error: (any Error)?, byReader: Bool) {
+        let ended = state.withLock { state -> (StreamSummary, [@Sendable (StreamSummary, (any Error)?) -> Void])? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            defer { state.observers = [] }
+            let duration = TimeInterval(DispatchTime.now().uptimeNanoseconds &- began) / 1e9
+            let summary = StreamSummary(
+                items: state.items, bytes: state.earlierBytes + state.channel.bytesReceived,
+                reconnections: state.reconnections, duration: duration, endedByReader: byReader)
+            return (summary, state.observers)
+        }
+        guard let (summary, observers) = ended else { return }
+        for observer in observers { observer(summary, byReader ? nil : error) }
+    }
+
+    /// The reader stopped reading (broke out of its loop, dropped the sequence, was cancelled, or the sequence ended
+    /// with an error of its parsing): the transfer stops, and the end is told if it was not yet.
+    func readerLeft() {
+        let channel = state.withLock { $0.channel }
+        channel.cancel()
+        finish(nil, byReader: true)
+    }
+
+    /// Calls `observer` once with the summary and the error when the sequence ends; at once if it already ended.
+    func onEnd(_ observer: @escaping @Sendable (StreamSummary, (any Error)?) -> Void) {
+        let late = state.withLock { state -> Bool in
+            if state.ended { return true }
+            state.observers.append(observer)
+            return false
+        }
+        if late {
+            observer(StreamSummary(items: 0, bytes: 0, duration: 0, endedByReader: true), nil)
+        }
+    }
+}
+
+/// The iterator's hold on a ``StreamSource``: when the iterator goes (a `break`), the transfer stops.
+final class StreamReading: Sendable {
+    let source: StreamSource
+
+    init(_ source: StreamSource) {
+        self.source = source
+    }
+
+    deinit {
+        source.readerLeft()
+    }
+}
+
+/// The iterator every stream kind shares: takes bytes from the source, has `Parser` turn them into items, hands
+/// them out one at a time, and opens a new connection when the source's policy says so.
+struct StreamIterator<Parser: StreamItemParser>: Sendable {
+    private let reading: StreamReading?
+    private var parser: Parser
+    private var ready: [Parser.Item] = []
+    private var index = 0
+    /// What ends the sequence once `ready` is drained: `nil` while it goes on.
+    private var ending: Result<Void, any Error>?
+    private var finished = false
+
+    /// Reads `source` with `parser`; a second iterator of the same source ends at once with
+    /// ``NetworkClientError/invalidRequest(reason:)``.
+    init(source: StreamSource, parser: Parser, kind: String) {
+        self.parser = parser
+        if source.claimIterator() {
+            reading = StreamReading(source)
+        } else {
+            reading = nil
+            ending = .failure(
+                NetworkClientError.invalidRequest(
+                    reason: "a \(kind) sequence can be iterated once, and this one already has an iterator"))
+        }
+    }
+
+    /// Yields `items`, then ends: a canned stream.
+    init(canned items: [Parser.Item], parser: Parser) {
+        self.reading = nil
+        self.parser = parser
+        self.ready = items
+        self.ending = .success(())
+    }
+
+    mutating func next() async throws -> Parser.Item? {
+        while true {
+            if index < ready.count {
+                let item = ready[index]
+                index += 1
+                reading?.source.itemRead()
+                return item
+            }
+            ready.removeAll(keepingCapacity: true)
+            index = 0
+            if let ending { return try end(ending) }
+            guard let source = reading?.source else { return try end(.success(())) }
+            do {
+                if let bytes = try await source.nextBytes() {
+                    do {
+                        try parser.parse(bytes, into: &ready)
+                    } catch {
+                        ending = .failure(error)
+                    }
+                    continue
+                }
+                try parser.connectionEnded(cleanly: true, into: &ready)
+                if try await !source.reconnect(after: nil, resumption: parser.resumption) {
+                    ending = .success(())
+                }
+            } catch {
+                if error is CancellationError || Task.isCancelled {
+                    ending = .failure(CancellationError())
+                    continue
+                }
+                // The connection failed: what it did not complete is forgotten; a reconnection may follow.
+                var discarded: [Parser.Item] = []
+                try? parser.connectionEnded(cleanly: false, into: &discarded)
+                do {
+                    if try await !source.reconnect(after: error, resumption: parser.resumption) {
+                        ending = .success(())
+                    }
+                } catch {
+                    ending = .failure(error is CancellationError || Task.isCancelled ? CancellationError() : error)
+                }
+            }
+        }
+    }
+
+    /// Ends the sequence with `ending`, once, telling the source.
+    private mutating func end(_ ending: Result<Void, any Error>) throws -> Parser.Item? {
+        guard !finished else { return nil }
+        finished = true
+        switch ending {
+        case .success:
+            reading?.source.finish(nil, byReader: false)
+            return nil
+        case .failure(let error):
+            reading?.source.finish(error, byReader: error is CancellationError)
+            // An error of the parsing ends the sequence before the body did: the transfer stops.
+            reading?.source.readerLeft()
+            throw error
+        }
+    }
+}
