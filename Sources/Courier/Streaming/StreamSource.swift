@@ -302,8 +302,10 @@ struct StreamIterator<Parser: StreamItemParser>: Sendable {
                     }
                     continue
                 }
+                // What the connection dispatched is known before the parser forgets it.
+                let resumption = parser.resumption
                 try parser.connectionEnded(cleanly: true, into: &ready)
-                if try await !source.reconnect(after: nil, resumption: parser.resumption) {
+                if try await !source.reconnect(after: nil, resumption: resumption) {
                     ending = .success(())
                 }
             } catch {
@@ -312,10 +314,11 @@ struct StreamIterator<Parser: StreamItemParser>: Sendable {
                     continue
                 }
                 // The connection failed: what it did not complete is forgotten; a reconnection may follow.
+                let resumption = parser.resumption
                 var discarded: [Parser.Item] = []
                 try? parser.connectionEnded(cleanly: false, into: &discarded)
                 do {
-                    if try await !source.reconnect(after: error, resumption: parser.resumption) {
+                    if try await !source.reconnect(after: error, resumption: resumption) {
                         ending = .success(())
                     }
                 } catch {
