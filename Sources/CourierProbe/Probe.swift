@@ -39,6 +39,11 @@ enum Scenario: String, CaseIterable {
     /// A download into a folder this process may not write to (as `nobody` when run as root): `fileAccessFailed`
     /// whose reason names EACCES, where it used to say ENOENT.
     case readOnlyDownloadFolder = "read-only-download-folder"
+    /// Streams (`ServerSentEvents`) opened and ended at random: cancelled before the head, cancelled while reading,
+    /// broken out of, dropped unread, or read to the end. Each ends in a success or `CancellationError`, every
+    /// connection is closed on the server's side, the process survives, and its resident memory after the last round
+    /// is within a few MB of what it was after the first (no stream is kept).
+    case massCancelStreams = "mass-cancel-streams"
     /// Fills a `ResponseCache` on disk in the `--directory` from a server of its own and prints the URL it
     /// stored (`url=…`), for the test that reads it back in another process.
     case cacheFill = "cache-fill"
@@ -139,6 +144,7 @@ private func run(_ options: ProbeOptions) async -> (Bool, String) {
     case .declaredLengths: return await declaredLengths()
     case .readOnlyDownloadFolder: return await readOnlyDownloadFolder(server)
     case .cacheFill: return await cacheFill(options.directory)
+    case .massCancelStreams: return await massCancelStreams(options)
     }
 }
 
@@ -473,4 +479,99 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
         defer { lock.unlock() }
         return body(&value)
     }
+}
+
+/// See ``Scenario/massCancelStreams``.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func massCancelStreams(_ options: ProbeOptions) async -> (Bool, String) {
+    let server: LoopbackServer
+    do {
+        server = try LoopbackServer { request in
+            .writer(headers: [ServerHeader(name: "Content-Type", value: "text/event-stream")]) { writer in
+                // Events every 0-3 ms, 40 in all (a stream read to its end lasts about 60 ms).
+                let pause = Int(request.path.dropFirst(8)) ?? 1
+                for index in 0..<40 {
+                    guard writer.send("id: \(index)\ndata: event \(index)\n\n"), writer.wait(.milliseconds(pause % 4))
+                    else { return .close }
+                }
+                return .finish
+            }
+        }
+    } catch {
+        return (false, "could not start the loopback server: \(error)")
+    }
+    defer { server.stop() }
+    let client = NetworkClient(configuration: NetworkConfiguration(baseURL: server.baseURL))
+    let count = options.count ?? 1_000
+    var random = SplitMix64(state: options.seed)
+    // Drawn up front: how each stream ends (0 cancel early, 1 cancel while reading, 2 break, 3 drop, 4 read all) and
+    // after how many microseconds or events.
+    let plan = (0..<count).map { _ in (Int(random.next() % 5), Int(random.next() % 3_001)) }
+    let workers = 8
+    var firstRoundMemory: Int?
+    var failures: [String] = []
+    var tally = Tally()
+    let rounds = 5
+    progress("step: \(count) streams, seed \(options.seed), \(workers) at a time, \(rounds) rounds")
+    for round in 0..<rounds {
+        let part = await withTaskGroup(of: Tally.self) { group in
+            for worker in 0..<workers {
+                group.addTask {
+                    var tally = Tally()
+                    for index in stride(
+                        from: round * count / rounds + worker, to: (round + 1) * count / rounds, by: workers)
+                    {
+                        let (ending, amount) = plan[index]
+                        let call = Task { () -> Int in
+                            let response = try await client.run(
+                                NetworkRequest<VoidRequest, ServerSentEvents>(path: "streams/\(index)", method: .get))
+                            if ending == 3 { return 0 }
+                            var read = 0
+                            for try await _ in response.value {
+                                read += 1
+                                if ending == 2 && read >= amount % 40 { break }
+                            }
+                            return read
+                        }
+                        if ending <= 1 {
+                            try? await Task.sleep(for: .microseconds(ending == 0 ? amount % 500 : 1_000 + amount))
+                            call.cancel()
+                        }
+                        switch await call.result {
+                        case .success: tally.succeeded += 1
+                        case .failure(let error) where error is CancellationError: tally.cancelled += 1
+                        case .failure(let error): tally.other.append("stream \(index): \(error)")
+                        }
+                    }
+                    return tally
+                }
+            }
+            var total = Tally()
+            for await part in group { total.add(part) }
+            return total
+        }
+        tally.add(part)
+        let closed = await server.waitUntil(timeout: .seconds(10)) { $0.inProgressRequests == 0 }
+        if !closed { failures.append("round \(round): \(server.inProgressRequests) streams still open on the server") }
+        let memory = residentMegabytes()
+        progress("step: round \(round) done, \(memory.map { "\($0) MB resident" } ?? "memory unknown")")
+        if round == 0 { firstRoundMemory = memory }
+        if round == rounds - 1, let first = firstRoundMemory, let memory, memory > first + 8 {
+            failures.append("resident memory grew from \(first) MB after the first round to \(memory) MB")
+        }
+    }
+    let summary =
+        "\(count) streams (seed \(options.seed)): \(tally.succeeded) ended normally, \(tally.cancelled) cancelled, "
+        + "\(tally.other.count) other, \(server.requestCount) reached the server"
+    failures += tally.other.prefix(3)
+    return failures.isEmpty ? (true, summary) : (false, summary + "; " + failures.joined(separator: "; "))
+}
+
+/// `VmRSS` from `/proc/self/status`, in MB; `nil` where there is no such file.
+private func residentMegabytes() -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 / 1_024 }
+    }
+    return nil
 }

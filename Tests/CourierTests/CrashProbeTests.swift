@@ -39,6 +39,17 @@ struct CrashProbeTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test(
+        "1,000 streams opened and ended at random (cancelled, broken off, dropped, read) leave no stream open, no leak")
+    func massCancelStreams() async throws {
+        let seed = InputEncodingTests.seed(default: 2_026)
+        try await MemoryHeavyTests.exclusively {
+            try await expectProbe(
+                "mass-cancel-streams", arguments: ["--seed", "\(seed)", "--count", "1000"], timeLimit: .seconds(240))
+        }
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("5,000 requests cancelled at random with URLSession.shared end in success or cancellation")
     func massCancelShared() async throws {
         try await MemoryHeavyTests.exclusively {

@@ -157,7 +157,9 @@ struct StreamCompositionTests {
         #expect(outbox.pending().isEmpty)
     }
 
-    @Test("StubNetworkClient answers a stream with canned events, lines and chunks, or with a canned body parsed as the server's")
+    @Test(
+        "StubNetworkClient answers a stream with canned events, lines and chunks, or with a canned body parsed as the server's"
+    )
     func stub() async throws {
         let stub = StubNetworkClient()
         stub.stub(.get, "/events", returning: ServerSentEvents(replaying: [ServerSentEvent(event: "tick", data: "1")]))
@@ -166,9 +168,10 @@ struct StreamCompositionTests {
         stub.stub(
             .post, "/chat", body: "data: Hel\n\ndata: lo\n\n: done\n", headers: ["Content-Type": "text/event-stream"])
 
-        #expect(try await events(stub, EventsRequest(path: "/events", method: .get)) == [
-            ServerSentEvent(event: "tick", data: "1")
-        ])
+        #expect(
+            try await events(stub, EventsRequest(path: "/events", method: .get)) == [
+                ServerSentEvent(event: "tick", data: "1")
+            ])
         var rows: [StreamingTests.Row] = []
         for try await row in try await stub.run(
             NetworkRequest<VoidRequest, JSONLines<StreamingTests.Row>>(path: "/lines", method: .get)

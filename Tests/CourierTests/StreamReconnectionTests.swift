@@ -30,7 +30,9 @@ func events(_ text: String, then ending: ResponseWriter.Ending = .finish) -> Ser
 struct StreamReconnectionTests {
     static let policy = StreamReconnection(maxAttempts: 3, initialDelay: 0.02)
 
-    @Test("A dropped connection and an ended body are opened again with Last-Event-ID after the server's retry: no gap, no repeat; a 204 stops")
+    @Test(
+        "A dropped connection and an ended body are opened again with Last-Event-ID after the server's retry: no gap, no repeat; a 204 stops"
+    )
     func reconnects() async throws {
         let server = try countingServer { index, _ in
             switch index {
@@ -44,10 +46,11 @@ struct StreamReconnectionTests {
         let start = clock.now
         let received = try await events(server.client(), request)
         let took = clock.now - start
-        #expect(received == [
-            ServerSentEvent(data: "a", id: "1"), ServerSentEvent(data: "b", id: "2"),
-            ServerSentEvent(data: "c", id: "3"),
-        ])
+        #expect(
+            received == [
+                ServerSentEvent(data: "a", id: "1"), ServerSentEvent(data: "b", id: "2"),
+                ServerSentEvent(data: "c", id: "3"),
+            ])
         let requests = server.recordedRequests
         #expect(requests.count == 3)
         #expect(requests.map { $0.header("Last-Event-ID") } == [nil, "2", "3"])

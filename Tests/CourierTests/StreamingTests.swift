@@ -95,7 +95,9 @@ struct EventStreamCase: Sendable, CustomTestStringConvertible {
             [ServerSentEvent(data: "a"), ServerSentEvent(data: "b")]),
         EventStreamCase(
             "A chunk boundary inside a multi-byte UTF-8 character",
-            bytes: [Data("data: caf".utf8), Data([0xC3]), Data([0xA9, 0x20, 0xF0, 0x9F]), Data([0x98, 0x80, 0x0A, 0x0A])],
+            bytes: [
+                Data("data: caf".utf8), Data([0xC3]), Data([0xA9, 0x20, 0xF0, 0x9F]), Data([0x98, 0x80, 0x0A, 0x0A]),
+            ],
             [ServerSentEvent(data: "café 😀")]),
         EventStreamCase(
             "A chunk boundary inside the BOM",
@@ -145,7 +147,8 @@ struct StreamingTests {
     @Test("A status outside the acceptable ones throws from run, with its body, before any event")
     func unacceptableStatus() async throws {
         let server = try LoopbackServer { _ in
-            .respond(status: 503, headers: [ServerHeader(name: "Content-Type", value: "application/json")],
+            .respond(
+                status: 503, headers: [ServerHeader(name: "Content-Type", value: "application/json")],
                 body: Data(#"{"code":"busy"}"#.utf8))
         }
         let error = try await #require(throws: NetworkClientError.self) {
@@ -207,16 +210,19 @@ struct StreamingTests {
         #expect(server.recordedRequests.first?.header("Accept")?.hasPrefix("application/x-ndjson") == true)
     }
 
-    @Test("JSON lines: a line that does not decode ends the sequence with decodingFailed carrying it, after the good ones")
+    @Test(
+        "JSON lines: a line that does not decode ends the sequence with decodingFailed carrying it, after the good ones"
+    )
     func jsonLinesDecodingFailure() async throws {
         let server = try eventServer(
             pieces: [Data("{\"id\":1}\n{\"id\":\"two\"}\n{\"id\":3}\n".utf8)], contentType: "application/x-ndjson")
         var rows: [Row] = []
         var failure: (any Error)?
         do {
-            for try await row in try await server.client().run(NetworkRequest<VoidRequest, JSONLines<Row>>(method: .get))
-                .value
-            {
+            for try await row in try await server.client().run(
+                NetworkRequest<VoidRequest, JSONLines<Row>>(method: .get)
+            )
+            .value {
                 rows.append(row)
             }
         } catch {

@@ -69,7 +69,8 @@ public struct JSONLines<Element: Decodable & Sendable>: AsyncSequence, Sendable,
         case .live(let source):
             return Iterator(
                 base: StreamIterator(
-                    source: source, parser: LinesParser(maximumItemSize: source.maximumItemSize, decoder: source.decoder),
+                    source: source,
+                    parser: LinesParser(maximumItemSize: source.maximumItemSize, decoder: source.decoder),
                     kind: "JSONLines"))
         }
     }
