@@ -111,6 +111,11 @@ final class StreamSource: Sendable {
         try await state.withLock { $0.channel }.next()
     }
 
+    /// Bytes received on the current connection and not read yet (for tests and the benchmark).
+    var bufferedBytes: Int {
+        state.withLock { $0.channel }.bufferedBytes
+    }
+
     /// The reader took an item.
     func itemRead() {
         let channel = state.withLock { state in
