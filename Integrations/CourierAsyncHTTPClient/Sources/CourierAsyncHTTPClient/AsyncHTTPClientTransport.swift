@@ -138,6 +138,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Sends `exchange.request` once with ``client`` and reports the response as it arrives. See ``HTTPTransport``.
     ///
+    /// Before it reads each next piece of the body it waits for ``HTTPExchange/readyForMore()``: a streamed response
+    /// (`ServerSentEvents`, `JSONLines`, `ByteStream`) whose reader is behind holds the server back through the
+    /// connection, without holding a thread; when Courier needs no more, it stops reading and the request ends.
+    ///
     /// - Throws: A `URLError` that says why the exchange failed (see ``AsyncHTTPClientTransportError/urlError(for:)``).
     public func send(_ exchange: HTTPExchange) async throws {
         // Courier stops an exchange (deadline, size limit) outside the caller's task: the work runs in a task that a
@@ -178,7 +182,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         if response.history.count > 1 { throw AsyncHTTPClientTransportError.clientFollowsRedirects }
         guard let head = Self.head(of: response, for: url) else { throw URLError(.badServerResponse) }
         guard exchange.receive(head) else { return }
-        for try await buffer in response.body {
+        // AsyncHTTPClient reads the socket only while its body sequence is asked for more (it buffers one piece), so
+        // waiting for Courier before each next piece holds the server back through this connection while a stream's
+        // reader is behind: no thread is held meanwhile, and what is buffered stays bounded.
+        var pieces = response.body.makeAsyncIterator()
+        while await exchange.readyForMore() {
+            guard let buffer = try await pieces.next() else { return }
             guard exchange.receive(Data(buffer: buffer, byteTransferStrategy: .noCopy)) else { return }
         }
     }
