@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
+        // Tests only: W3C `traceparent` formatting and parsing for a test tracer that propagates W3C trace context.
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context", from: "1.0.0"),
     ],
     targets: [
         .target(
@@ -36,6 +38,7 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ]
         ),
     ],
