@@ -5,12 +5,16 @@ let package = Package(
     name: "Courier",
     platforms: [.macOS(.v12), .iOS(.v15), .tvOS(.v15), .watchOS(.v8)],
     products: [
-        .library(name: "Courier", targets: ["Courier"])
+        .library(name: "Courier", targets: ["Courier"]),
+        // Test support for the packages under Integrations/ (their loopback tests), like swift-nio's NIOTestUtils:
+        // not part of Courier's API, and no promise of stability is made for it.
+        .library(name: "LoopbackHTTPServer", targets: ["LoopbackHTTPServer"]),
     ],
     targets: [
         // The library: depends on Foundation only.
         .target(name: "Courier"),
-        // An in-process HTTP/1.1 server on loopback for tests and benchmarks. Not a product.
+        // An in-process HTTP/1.1 server on loopback for tests and benchmarks; a product only as test support for
+        // Integrations/ (see above).
         .target(name: "LoopbackHTTPServer"),
         .executableTarget(name: "CourierBenchmarks", dependencies: ["Courier", "LoopbackHTTPServer"]),
         // `swift run CourierExample`: an example SDK driven against an example API served in process. Not a product.

@@ -32,6 +32,8 @@ let package = Package(
                 .product(name: "Courier", package: "Courier"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                // Test support of the root package: an in-process HTTP/1.1 server on loopback.
+                .product(name: "LoopbackHTTPServer", package: "Courier"),
             ],
             exclude: ["openapi.yaml", "openapi-generator-config.yaml"]
         ),

@@ -22,8 +22,11 @@ import FoundationNetworking
 /// does not accept still passes through the decorators as a failure first (a `503` is retried, a `401` renews the
 /// credential) before it is handed over.
 ///
-/// Bodies are held in memory, both ways: a request body is collected (up to ``maximumRequestBodySize``) before it is
-/// sent, and a response body is read whole, under Courier's size limit, before the generated client sees it.
+/// A response body is streamed (``ResponseBodies/streamed``, the default): the operation runs as a `ByteStream`
+/// request, so the generated client gets the response at its head and its `HTTPBody` yields the body's chunks as they
+/// arrive; iterating it drives the transfer (a reader that stops reading holds the server back, one that stops
+/// iterating or is cancelled ends it). ``ResponseBodies/buffered`` reads each body whole first, as before. A request
+/// body is collected in memory (up to ``maximumRequestBodySize``) before it is sent.
 public struct CourierClientTransport: ClientTransport {
     /// The client that runs the operations.
     public let client: any NetworkClientProtocol
@@ -31,6 +34,24 @@ public struct CourierClientTransport: ClientTransport {
     public let maximumRequestBodySize: Int
     /// The request options of every operation (a tag, sharing, retry, the credential); `RequestOptions()` by default.
     public let options: RequestOptions
+    /// How response bodies reach the generated client; ``ResponseBodies/streamed`` by default.
+    public let responseBodies: ResponseBodies
+
+    /// How a response body reaches the generated client.
+    public enum ResponseBodies: Sendable, Hashable {
+        /// As it arrives (the default): each operation runs as a `NetworkRequest<Data, ByteStream>`, the response is
+        /// handed over at its head, and its `HTTPBody` (iterated once) yields the chunks as the transport receives
+        /// them, its length the `Content-Length` when the server sent one and no `Content-Encoding`. Reading drives
+        /// the transfer: a reader that falls behind holds the server back (``StreamDefaults/bufferCapacity``), one that
+        /// stops iterating, drops the body or is cancelled ends it. A stream's rules apply to a successful status:
+        /// ``NetworkConfiguration/maximumResponseSize`` does not bound its body, it is never shared by
+        /// ``DeduplicatingClient`` nor cached, and a logging decorator logs it when it opens and when it ends.
+        case streamed
+        /// Whole: each operation runs as a `NetworkRequest<Data, Data>`, and the body is read under Courier's size
+        /// limit before the generated client sees it; identical concurrent requests can be shared
+        /// (``DeduplicatingClient``) and cached responses answered.
+        case buffered
+    }
 
     /// The default largest request body: 100 MiB, as Courier's default response size limit.
     public static let defaultMaximumRequestBodySize = 100 * 1024 * 1024
@@ -42,22 +63,28 @@ public struct CourierClientTransport: ClientTransport {
     ///   - maximumRequestBodySize: The largest request body collected; 100 MiB by default.
     ///   - options: The ``RequestOptions`` of every operation; `RequestOptions()` by default. The operation's ID is
     ///     the tag when `options` has none.
+    ///   - responseBodies: How response bodies reach the generated client; ``ResponseBodies/streamed`` (as they
+    ///     arrive) by default.
     public init(
         client: any NetworkClientProtocol,
         maximumRequestBodySize: Int = CourierClientTransport.defaultMaximumRequestBodySize,
-        options: RequestOptions = RequestOptions()
+        options: RequestOptions = RequestOptions(),
+        responseBodies: ResponseBodies = .streamed
     ) {
         self.client = client
         self.maximumRequestBodySize = maximumRequestBodySize
         self.options = options
+        self.responseBodies = responseBodies
     }
 
-    /// Sends `request` through ``client`` and returns the response, whatever its status.
+    /// Sends `request` through ``client`` and returns the response, whatever its status: at its head, with a body
+    /// that streams, or once the body was read whole (``responseBodies``).
     ///
     /// - Throws: ``CourierClientTransportError`` when the request cannot be expressed (an HTTP method Courier does
     ///   not send, a URL that cannot be built), or what ``client`` throws when no response arrived
     ///   (``NetworkClientError/transportFailed(_:)``, `CancellationError`, …); the generated client wraps it in its
-    ///   `ClientError`.
+    ///   `ClientError`. A streamed body that fails after the head throws from its iteration (the connection dropped:
+    ///   ``NetworkClientError/transportFailed(_:)``).
     public func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
@@ -74,20 +101,49 @@ public struct CourierClientTransport: ClientTransport {
             if let body { try await Data(collecting: body, upTo: maximumRequestBodySize) } else { nil }
         var options = options
         if options.tag == nil { options.tag = operationID }
-        let networkRequest = NetworkRequest<Data, Data>(
-            method: method, body: bytes, baseURL: url, additionalHeaders: headers.isEmpty ? nil : headers,
-            options: options)
         do {
-            let response = try await client.run(networkRequest)
-            guard let head = response.response as? HTTPURLResponse else {
-                throw NetworkClientError.invalidResponse(response.response)
+            switch responseBodies {
+            case .streamed:
+                let response = try await client.run(
+                    NetworkRequest<Data, ByteStream>(
+                        method: method, body: bytes, baseURL: url, additionalHeaders: headers.isEmpty ? nil : headers,
+                        options: options))
+                let head = try Self.head(of: response)
+                // Iterated once: the HTTPBody's iterator is the stream's, so reading it drives the transfer.
+                let body = HTTPBody(
+                    response.value, length: Self.length(of: head, method: method), iterationBehavior: .single)
+                return (Self.response(head), body)
+            case .buffered:
+                let response = try await client.run(
+                    NetworkRequest<Data, Data>(
+                        method: method, body: bytes, baseURL: url, additionalHeaders: headers.isEmpty ? nil : headers,
+                        options: options))
+                return (Self.response(try Self.head(of: response)), HTTPBody(response.value))
             }
-            return (Self.response(head), HTTPBody(response.value))
         } catch NetworkClientError.unacceptableStatusCode(_, let head, let data) {
             // A status the configuration does not accept: the decorators have seen it as a failure; the generated
-            // client gets it as the response it documents.
+            // client gets it as the response it documents, with its body (read whole under Courier's size limit).
             return (Self.response(head), HTTPBody(data ?? Data()))
         }
+    }
+
+    private static func head<Value>(of response: NetworkResponse<Value>) throws -> HTTPURLResponse {
+        guard let head = response.response as? HTTPURLResponse else {
+            throw NetworkClientError.invalidResponse(response.response)
+        }
+        return head
+    }
+
+    /// The length of a streamed body: none for `HEAD`, `204` and `304`; else the `Content-Length` when the server
+    /// sent one and the body was not compressed (a transport hands over the decompressed bytes); else unknown.
+    static func length(of head: HTTPURLResponse, method: Courier.HTTPMethod) -> HTTPBody.Length {
+        if method == .head || head.statusCode == 204 || head.statusCode == 304 { return .known(0) }
+        let encoding = head.value(forHTTPHeaderField: "Content-Encoding")?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard encoding.isEmpty || encoding.lowercased() == "identity",
+            let text = head.value(forHTTPHeaderField: "Content-Length"),
+            let length = Int64(text.trimmingCharacters(in: .whitespaces)), length >= 0
+        else { return .unknown }
+        return .known(length)
     }
 
     /// Framing is Courier's (it sends the body's `Content-Length`).

@@ -56,8 +56,47 @@ struct CourierClientTransportTests {
         #expect(requests.map(\.description) == Array(repeating: "GET https://memos.test/api/memos/42", count: 2))
         #expect(requests.allSatisfy { $0.header("Authorization") == "Bearer t0ken" })
         #expect(requests.first?.header("Accept") == "application/json")
-        #expect(logged.count == 2)  // Each attempt logged, with the operation's ID as its tag.
-        #expect(logged.tags == ["getMemo", "getMemo"])
+        // Each attempt logged, with the operation's ID as its tag: the 503, then the streamed 200 when it opened and
+        // when the generated client had read its body.
+        #expect(logged.tags == ["getMemo", "getMemo", "getMemo"])
+        #expect(logged.phases == ["call", "opened", "ended"])
+    }
+
+    @Test("Buffered bodies are read whole under Courier's size limit; streamed ones are handed over as they are")
+    func bufferedAndStreamed() async throws {
+        let bytes = Data((0..<5_000).map { UInt8($0 % 251) })
+        let transport = InMemoryTransport { _ in
+            InMemoryTransport.Response(
+                headers: ["Content-Type": "application/octet-stream", "Content-Length": "5000"], body: bytes,
+                pieces: 5)
+        }
+        let configuration = NetworkConfiguration(transport: transport, baseURL: try Servers.Server1.url())
+        configuration.maximumResponseSize = 1_000
+        let courier = NetworkClient(configuration: configuration)
+
+        let buffered = Client(
+            serverURL: try Servers.Server1.url(),
+            transport: CourierClientTransport(client: courier, responseBodies: .buffered))
+        let error = try await #require(throws: ClientError.self) {
+            try await buffered.getAttachment(path: .init(id: "1"))
+        }
+        guard case .responseTooLarge(let limit) = error.underlyingError as? NetworkClientError else {
+            Issue.record("expected responseTooLarge, got \(error.underlyingError)")
+            return
+        }
+        #expect(limit == 1_000)
+
+        let streamed = Client(serverURL: try Servers.Server1.url(), transport: CourierClientTransport(client: courier))
+        let body = try await streamed.getAttachment(path: .init(id: "1")).ok.body.binary
+        #expect(body.length == .known(5_000))
+        var chunks = 0
+        var received = Data()
+        for try await chunk in body {
+            chunks += 1
+            received.append(contentsOf: chunk)
+        }
+        #expect(received == bytes)
+        #expect(chunks == 5)  // As the transport received them.
     }
 
     @Test("A documented 404 reaches the generated client as its notFound case, with the body decoded")
@@ -165,24 +204,35 @@ struct CourierClientTransportTests {
     }
 }
 
-/// Log entries' tags, under a lock.
-private final class LockedEntries: @unchecked Sendable {  // `tagsSeen` is read and written under `lock` only.
+/// Log entries, under a lock.
+private final class LockedEntries: @unchecked Sendable {  // `entries` is read and written under `lock` only.
     private let lock = NSLock()
-    private var tagsSeen: [String?] = []
+    private var entries: [LogEntry] = []
 
     func append(_ entry: LogEntry) {
         lock.lock()
         defer { lock.unlock() }
-        tagsSeen.append(entry.tag)
+        entries.append(entry)
     }
 
     var tags: [String?] {
         lock.lock()
         defer { lock.unlock() }
-        return tagsSeen
+        return entries.map(\.tag)
     }
 
-    var count: Int { tags.count }
+    /// What each entry is: `call` (not a stream's), or a stream's `opened` or `ended`.
+    var phases: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.map { entry in
+            switch entry.stream {
+            case nil: "call"
+            case .opened: "opened"
+            case .ended: "ended"
+            }
+        }
+    }
 }
 
 /// Bytes under a lock.

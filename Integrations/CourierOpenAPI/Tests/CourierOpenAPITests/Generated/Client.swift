@@ -170,6 +170,64 @@ internal struct Client: APIProtocol {
             }
         )
     }
+    /// - Remark: HTTP `GET /memos/export`.
+    /// - Remark: Generated from `#/paths//memos/export/get(exportMemos)`.
+    internal func exportMemos(_ input: Operations.exportMemos.Input) async throws -> Operations.exportMemos.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.exportMemos.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/memos/export",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.exportMemos.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/x-ndjson"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/x-ndjson":
+                        body = try converter.getResponseBodyAsBinary(
+                            OpenAPIRuntime.HTTPBody.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .application_x_hyphen_ndjson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    return .undocumented(
+                        statusCode: response.status.code,
+                        .init(
+                            headerFields: response.headerFields,
+                            body: responseBody
+                        )
+                    )
+                }
+            }
+        )
+    }
     /// - Remark: HTTP `GET /memos/{id}`.
     /// - Remark: Generated from `#/paths//memos/{id}/get(getMemo)`.
     internal func getMemo(_ input: Operations.getMemo.Input) async throws -> Operations.getMemo.Output {

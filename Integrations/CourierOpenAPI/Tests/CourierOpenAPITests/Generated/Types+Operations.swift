@@ -257,6 +257,114 @@ internal enum Operations {
             }
         }
     }
+    /// - Remark: HTTP `GET /memos/export`.
+    /// - Remark: Generated from `#/paths//memos/export/get(exportMemos)`.
+    internal enum exportMemos {
+        internal static let id: Swift.String = "exportMemos"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/memos/export/GET/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.exportMemos.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.exportMemos.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.exportMemos.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            internal init(headers: Operations.exportMemos.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/memos/export/GET/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/memos/export/GET/responses/200/content/application\/x-ndjson`.
+                    case application_x_hyphen_ndjson(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.application_x_hyphen_ndjson`.
+                    ///
+                    /// - Throws: An error if `self` is not `.application_x_hyphen_ndjson`.
+                    /// - SeeAlso: `.application_x_hyphen_ndjson`.
+                    internal var application_x_hyphen_ndjson: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .application_x_hyphen_ndjson(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.exportMemos.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.exportMemos.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Every memo, one JSON object a line (JSON Lines), written as the server reads them.
+            ///
+            /// - Remark: Generated from `#/paths//memos/export/get(exportMemos)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.exportMemos.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.exportMemos.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case application_x_hyphen_ndjson
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/x-ndjson":
+                    self = .application_x_hyphen_ndjson
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .application_x_hyphen_ndjson:
+                    return "application/x-ndjson"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .application_x_hyphen_ndjson
+                ]
+            }
+        }
+    }
     /// - Remark: HTTP `GET /memos/{id}`.
     /// - Remark: Generated from `#/paths//memos/{id}/get(getMemo)`.
     internal enum getMemo {

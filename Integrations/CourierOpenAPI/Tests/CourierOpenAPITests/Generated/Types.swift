@@ -11,6 +11,9 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /memos`.
     /// - Remark: Generated from `#/paths//memos/post(createMemo)`.
     func createMemo(_ input: Operations.createMemo.Input) async throws -> Operations.createMemo.Output
+    /// - Remark: HTTP `GET /memos/export`.
+    /// - Remark: Generated from `#/paths//memos/export/get(exportMemos)`.
+    func exportMemos(_ input: Operations.exportMemos.Input) async throws -> Operations.exportMemos.Output
     /// - Remark: HTTP `GET /memos/{id}`.
     /// - Remark: Generated from `#/paths//memos/{id}/get(getMemo)`.
     func getMemo(_ input: Operations.getMemo.Input) async throws -> Operations.getMemo.Output
@@ -45,6 +48,11 @@ extension APIProtocol {
             headers: headers,
             body: body
         ))
+    }
+    /// - Remark: HTTP `GET /memos/export`.
+    /// - Remark: Generated from `#/paths//memos/export/get(exportMemos)`.
+    internal func exportMemos(headers: Operations.exportMemos.Input.Headers = .init()) async throws -> Operations.exportMemos.Output {
+        try await exportMemos(Operations.exportMemos.Input(headers: headers))
     }
     /// - Remark: HTTP `GET /memos/{id}`.
     /// - Remark: Generated from `#/paths//memos/{id}/get(getMemo)`.
