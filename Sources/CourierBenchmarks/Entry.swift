@@ -54,6 +54,12 @@ private func run(_ options: Options) async throws {
     case .transfer(let scenario):
         try await runTransfer(
             scenario, size: options.size ?? TransferDriver.defaultSize, baseURL: options.baseURL, json: options.json)
+    case .streams:
+        try await StreamBenchmark.runEvents(
+            count: options.count ?? (options.quick ? 100_000 : 1_000_000),
+            rounds: options.rounds ?? (options.quick ? 3 : 5))
+    case .streamMemory:
+        try await StreamBenchmark.runMemory(size: options.size ?? 1 << 30)
     case .transfers:
         try await TransferDriver.run(
             size: options.size ?? TransferDriver.defaultSize, rounds: options.rounds ?? TransferDriver.defaultRounds,

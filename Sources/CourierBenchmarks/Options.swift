@@ -27,6 +27,10 @@ struct Options: Sendable {
         case transfer(TransferScenario)
         /// Every transfer scenario in child processes, in rounds, against a server in another child process.
         case transfers
+        /// Events per second from a loopback event stream: Courier's `ServerSentEvents` against raw bytes.
+        case streams
+        /// A slow reader of a large event stream: peak resident set and how far the server gets ahead.
+        case streamMemory
     }
 
     /// The client whose loop `--profile` runs.
@@ -58,6 +62,8 @@ struct Options: Sendable {
     var rounds: Int?
     /// The payload of the transfer modes, in bytes.
     var size: Int?
+    /// `--count`: requests of a profile or a check, events of `--streams`.
+    var count: Int?
 
     /// The default number of rounds of a full run, and the fewest allowed without `--quick`.
     static let defaultRounds = 9
@@ -116,6 +122,17 @@ struct Options: Sendable {
                               round trip, and a 304 revalidation of /large.json against its full 200, interleaved
                               (medians of N rounds, default 7; --quick: 3 rounds of small chunks)
 
+        Streams:
+          --streams [--count N] [--rounds N] [--quick]
+                              events per second read from a loopback text/event-stream of N small events (default
+                              1,000,000; --quick: 100,000 and 3 rounds): Courier's ServerSentEvents against raw
+                              URLSession bytes cut into lines by a plain splitter, interleaved (medians of N rounds,
+                              default 5)
+          --stream-memory [--size BYTES]
+                              a reader that sleeps 1 ms per 64 KiB event reads BYTES (default 1 GiB) of events through
+                              Courier: the peak resident set, and the most the server got ahead of the reader; run it
+                              in a process of its own
+
         Transfers (each in its own process, against a server in another; every byte checked):
           --transfers [--size BYTES] [--rounds N] [--json]
                               every scenario below as a child process, Courier and raw interleaved, N rounds
@@ -166,6 +183,8 @@ struct Options: Sendable {
             case "--cache": options.mode = .cache
             case "--serve-transfers": options.mode = .serveTransfers
             case "--transfers": options.mode = .transfers
+            case "--streams": options.mode = .streams
+            case "--stream-memory": options.mode = .streamMemory
             case "--size": options.size = try number(for: argument, minimum: 1)
             case "--transfer":
                 let name = try value(for: argument)
@@ -195,6 +214,7 @@ struct Options: Sendable {
             }
         }
         if let profileClient { options.mode = .profile(profileClient, count: count ?? 2_000) }
+        options.count = count
         if let checkBaseline {
             options.mode = .checkInstructions(baseline: checkBaseline, update: updateBaseline, count: count ?? 2_000)
         } else if updateBaseline {

@@ -47,7 +47,9 @@ struct StreamBackpressureTests {
         }
     }
 
-    @Test("A reader that stops reading does not hold the other transfers; past the backlog its stream ends with responseTooLarge")
+    @Test(
+        "A reader that stops reading does not hold the other transfers; past the backlog its stream ends with responseTooLarge"
+    )
     func stalledReader() async throws {
         try await MemoryHeavyTests.exclusively {
             let server = try fastServer(total: 1 << 30)
