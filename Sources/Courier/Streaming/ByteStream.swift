@@ -48,7 +48,15 @@ public struct ByteStream: AsyncSequence, Sendable, Decodable {
         /// The next chunk, or `nil` once the body ended.
         /// - Throws: ``NetworkClientError/transportFailed(_:)`` when the connection dropped, or `CancellationError`.
         public mutating func next() async throws -> Data? {
-            try await base.next()
+            if let item = base.nextReady() { return item }
+            return try await base.next()
+        }
+
+        /// The next item, as ``next()``; what a `for try await` loop calls (Swift 6).
+        @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Data? {
+            if let item = base.nextReady() { return item }
+            return try await base.next()
         }
     }
 

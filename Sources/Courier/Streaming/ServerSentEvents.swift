@@ -60,7 +60,15 @@ public struct ServerSentEvents: AsyncSequence, Sendable, Decodable {
         ///   no reconnection followed), ``NetworkClientError/responseTooLarge(limit:)`` for a line or event over the
         ///   limit, a status or content type that stopped a reconnection, or `CancellationError`.
         public mutating func next() async throws -> ServerSentEvent? {
-            try await base.next()
+            if let item = base.nextReady() { return item }
+            return try await base.next()
+        }
+
+        /// The next item, as ``next()``; what a `for try await` loop calls (Swift 6).
+        @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> ServerSentEvent? {
+            if let item = base.nextReady() { return item }
+            return try await base.next()
         }
     }
 

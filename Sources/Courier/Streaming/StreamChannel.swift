@@ -34,8 +34,10 @@ final class StreamChannel: @unchecked Sendable {
     let capacity: Int
     /// How far past ``capacity`` a producer that cannot wait may push before the stream fails.
     let backlog: Int
-    /// The longest a producer that cannot wait is held per piece.
+    /// The longest a producer that cannot wait is held per piece while the reader reads.
     let hold: TimeInterval
+    /// How long a stalled reader a whole backlog behind has to read again before the stream fails.
+    let stall: TimeInterval
 
     private let condition = NSCondition()
     private var pieces: [Data] = []
@@ -48,6 +50,8 @@ final class StreamChannel: @unchecked Sendable {
     private var cancelled = false
     /// Bumped each time the reader takes a piece or reports an item (``noteProgress()``).
     private var readerProgress: UInt64 = 0
+    /// The items the reader handed out from this connection.
+    private var items = 0
     /// Set when a hold passed without any progress of the reader; cleared when it reads again.
     private var readerStalled = false
     private var reader: CheckedContinuation<Data?, any Error>?
@@ -59,11 +63,12 @@ final class StreamChannel: @unchecked Sendable {
 
     init(
         capacity: Int = StreamDefaults.bufferCapacity, backlog: Int = StreamDefaults.maximumBacklog,
-        hold: TimeInterval = StreamDefaults.maximumHold
+        hold: TimeInterval = StreamDefaults.maximumHold, stall: TimeInterval = StreamDefaults.maximumStall
     ) {
         self.capacity = max(1, capacity)
         self.backlog = max(0, backlog)
         self.hold = max(0, hold)
+        self.stall = max(0, stall)
     }
 
     /// A channel that already holds all of `body` and has ended: a canned stream (``StubNetworkClient``).
@@ -110,15 +115,29 @@ final class StreamChannel: @unchecked Sendable {
     /// the type's notes). Returns the body bytes received so far.
     ///
     /// - Throws: `CancellationError` when the reader went away; ``NetworkClientError/responseTooLarge(limit:)`` when
-    ///   a stalled reader is ``backlog`` bytes past the capacity behind.
+    ///   the reader is ``backlog`` bytes past the capacity behind and read nothing for ``stall``.
     func write(_ piece: Data) throws -> Int64 {
         condition.lock()
-        while buffered >= capacity && !cancelled && !readerStalled && hold > 0 {
-            let before = readerProgress
-            if !condition.wait(until: Date(timeIntervalSinceNow: hold)) && readerProgress == before {
-                // A whole hold without the reader taking a piece or an item: it is busy elsewhere (perhaps waiting
-                // for another transfer that needs this very thread). Stop holding until it reads again.
-                readerStalled = true
+        while !cancelled && hold > 0 {
+            if buffered >= capacity && !readerStalled {
+                let before = readerProgress
+                if !condition.wait(until: Date(timeIntervalSinceNow: hold)) && readerProgress == before {
+                    // A whole hold without the reader taking a piece or an item: it is busy elsewhere (perhaps
+                    // waiting for another transfer that needs this very thread). Stop holding until it reads again.
+                    readerStalled = true
+                }
+            } else if buffered + piece.count > capacity + backlog && buffered > 0 {
+                // The stalled reader is the whole backlog behind: one last wait for it to read (a reader starved of
+                // the processor for a moment), then the stream ends, so that memory stays bounded.
+                let before = readerProgress
+                let until = Date(timeIntervalSinceNow: stall)
+                while readerProgress == before && !cancelled && condition.wait(until: until) {}
+                guard readerProgress != before || cancelled else {
+                    condition.unlock()
+                    throw NetworkClientError.responseTooLarge(limit: capacity + backlog)
+                }
+            } else {
+                break
             }
         }
         if cancelled {
@@ -133,10 +152,6 @@ final class StreamChannel: @unchecked Sendable {
             condition.unlock()
             reader.resume(returning: piece)
             return total
-        }
-        guard buffered + piece.count <= capacity + backlog else {
-            condition.unlock()
-            throw NetworkClientError.responseTooLarge(limit: capacity + backlog)
         }
         if !piece.isEmpty {
             pieces.append(piece)
@@ -222,12 +237,21 @@ final class StreamChannel: @unchecked Sendable {
         }
     }
 
-    /// The reader took an item from what it already read: it is still reading, so a producer may be held for it.
+    /// The reader handed out an item from what it already took: it is still reading, so a producer may be held for
+    /// it.
     func noteProgress() {
         condition.lock()
         readerProgress &+= 1
+        items += 1
         readerStalled = false
         condition.unlock()
+    }
+
+    /// The items the reader handed out from this connection.
+    var itemsRead: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return items
     }
 
     /// The reader went away: what is buffered is dropped, a held producer goes on, and the transfer stops.

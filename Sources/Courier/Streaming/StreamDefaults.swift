@@ -22,9 +22,16 @@ public enum StreamDefaults {
     public static let maximumHold: TimeInterval = 0.1
 
     /// How far past ``bufferCapacity`` a reader that stopped reading may fall behind a transport that cannot pause:
-    /// 16 MiB. Past that the sequence ends with ``NetworkClientError/responseTooLarge(limit:)`` (whose limit is the sum
-    /// of the two) and the transfer stops: memory stays bounded whatever the reader does.
+    /// 16 MiB. There the transport is held once more, for ``maximumStall``; a reader that still reads nothing ends the
+    /// sequence with ``NetworkClientError/responseTooLarge(limit:)`` (whose limit is the sum of the capacity and the
+    /// backlog) and the transfer stops: memory stays bounded whatever the reader does.
     public static let maximumBacklog = 16 << 20
+
+    /// How long a reader that stopped reading, a whole ``maximumBacklog`` behind, has to read again before its stream
+    /// ends: 1 s. A reader starved of the processor for a moment goes on; one that waits for something that needs the
+    /// transport's thread (on Linux, another `URLSession` transfer of the process) ends its stream instead of waiting
+    /// for ever.
+    public static let maximumStall: TimeInterval = 1
 }
 
 /// When a ``ServerSentEvents`` stream that ends or drops is opened again: the `EventSource` behaviour, opt-in, for

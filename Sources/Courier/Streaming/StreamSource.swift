@@ -60,8 +60,8 @@ final class StreamSource: Sendable {
     private struct State: Sendable {
         var channel: StreamChannel
         var iterated = false
-        var items = 0
-        /// Bytes of the connections before the current one.
+        /// Items and bytes of the connections before the current one (each channel counts its own).
+        var earlierItems = 0
         var earlierBytes: Int64 = 0
         var reconnections = 0
         /// Connections in a row that failed to open or dispatched no event.
@@ -106,23 +106,15 @@ final class StreamSource: Sendable {
         }
     }
 
-    /// The next bytes of the current connection; `nil` when its body ended whole.
-    func nextBytes() async throws -> Data? {
-        try await state.withLock { $0.channel }.next()
+    /// The current connection's body: the iterator reads it, and tells it of each item it hands out
+    /// (``StreamChannel/noteProgress()``), until ``reconnect(after:resumption:)`` opens another.
+    var channel: StreamChannel {
+        state.withLock { $0.channel }
     }
 
     /// Bytes received on the current connection and not read yet (for tests and the benchmark).
     var bufferedBytes: Int {
         state.withLock { $0.channel }.bufferedBytes
-    }
-
-    /// The reader took an item.
-    func itemRead() {
-        let channel = state.withLock { state in
-            state.items += 1
-            return state.channel
-        }
-        channel.noteProgress()
     }
 
     /// The current connection ended (with `error` when not whole): opens another when the policy allows. Returns
@@ -155,6 +147,7 @@ final class StreamSource: Sendable {
                     guard !state.ended else { return nil }
                     let old = state.channel
                     state.earlierBytes += old.bytesReceived
+                    state.earlierItems += old.itemsRead
                     state.channel = connection.channel
                     state.reconnections += 1
                     return old
@@ -211,7 +204,8 @@ final class StreamSource: Sendable {
             defer { state.observers = [] }
             let duration = TimeInterval(DispatchTime.now().uptimeNanoseconds &- began) / 1e9
             let summary = StreamSummary(
-                items: state.items, bytes: state.earlierBytes + state.channel.bytesReceived,
+                items: state.earlierItems + state.channel.itemsRead,
+                bytes: state.earlierBytes + state.channel.bytesReceived,
                 reconnections: state.reconnections, duration: duration, endedByReader: byReader)
             return (summary, state.observers)
         }
@@ -257,6 +251,8 @@ final class StreamReading: Sendable {
 /// them out one at a time, and opens a new connection when the source's policy says so.
 struct StreamIterator<Parser: StreamItemParser>: Sendable {
     private let reading: StreamReading?
+    /// The connection being read: told of each item handed out.
+    private var channel: StreamChannel?
     private var parser: Parser
     private var ready: [Parser.Item] = []
     private var index = 0
@@ -270,6 +266,7 @@ struct StreamIterator<Parser: StreamItemParser>: Sendable {
         self.parser = parser
         if source.claimIterator() {
             reading = StreamReading(source)
+            channel = source.channel
         } else {
             reading = nil
             ending = .failure(
@@ -286,20 +283,25 @@ struct StreamIterator<Parser: StreamItemParser>: Sendable {
         self.ending = .success(())
     }
 
+    /// The next item when one is parsed already: the path of nearly every item, without a suspension.
+    @inline(__always)
+    mutating func nextReady() -> Parser.Item? {
+        guard index < ready.count else { return nil }
+        let item = ready[index]
+        index += 1
+        channel?.noteProgress()
+        return item
+    }
+
     mutating func next() async throws -> Parser.Item? {
         while true {
-            if index < ready.count {
-                let item = ready[index]
-                index += 1
-                reading?.source.itemRead()
-                return item
-            }
+            if let item = nextReady() { return item }
             ready.removeAll(keepingCapacity: true)
             index = 0
             if let ending { return try end(ending) }
             guard let source = reading?.source else { return try end(.success(())) }
             do {
-                if let bytes = try await source.nextBytes() {
+                if let bytes = try await channel?.next() {
                     do {
                         try parser.parse(bytes, into: &ready)
                     } catch {
@@ -313,6 +315,7 @@ struct StreamIterator<Parser: StreamItemParser>: Sendable {
                 if try await !source.reconnect(after: nil, resumption: resumption) {
                     ending = .success(())
                 }
+                channel = source.channel
             } catch {
                 if error is CancellationError || Task.isCancelled {
                     ending = .failure(CancellationError())
@@ -326,6 +329,7 @@ struct StreamIterator<Parser: StreamItemParser>: Sendable {
                     if try await !source.reconnect(after: error, resumption: resumption) {
                         ending = .success(())
                     }
+                    channel = source.channel
                 } catch {
                     ending = .failure(error is CancellationError || Task.isCancelled ? CancellationError() : error)
                 }
