@@ -44,6 +44,11 @@ enum Scenario: String, CaseIterable {
     /// connection is closed on the server's side, the process survives, and its resident memory after the last round
     /// is within a few MB of what it was after the first (no stream is kept).
     case massCancelStreams = "mass-cancel-streams"
+    /// A reader of about 64 MB/s reads 32 MiB of a 256 MiB stream that the server writes as fast as it is taken, with
+    /// no other transfer in the process (Courier then holds libcurl back for it): what Courier buffers stays within
+    /// its capacity and backlog, and the server within that and the kernel's buffers ahead of the reader. Prints the
+    /// most Courier buffered and the most the server was ahead.
+    case slowStreamReader = "slow-stream-reader"
     /// Fills a `ResponseCache` on disk in the `--directory` from a server of its own and prints the URL it
     /// stored (`url=…`), for the test that reads it back in another process.
     case cacheFill = "cache-fill"
@@ -145,6 +150,7 @@ private func run(_ options: ProbeOptions) async -> (Bool, String) {
     case .readOnlyDownloadFolder: return await readOnlyDownloadFolder(server)
     case .cacheFill: return await cacheFill(options.directory)
     case .massCancelStreams: return await massCancelStreams(options)
+    case .slowStreamReader: return await slowStreamReader()
     }
 }
 
@@ -574,4 +580,47 @@ private func residentMegabytes() -> Int? {
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 / 1_024 }
     }
     return nil
+}
+
+/// See ``Scenario/slowStreamReader``.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+private func slowStreamReader() async -> (Bool, String) {
+    let total = 256 << 20
+    let server: LoopbackServer
+    do {
+        server = try LoopbackServer { _ in
+            .writer(headers: [ServerHeader(name: "Content-Type", value: "application/octet-stream")]) { writer in
+                let chunk = Data(repeating: 0x61, count: 64 * 1_024)
+                var sent = 0
+                while sent < total, writer.send(chunk) { sent += chunk.count }
+                return .finish
+            }
+        }
+    } catch {
+        return (false, "could not start the loopback server: \(error)")
+    }
+    defer { server.stop() }
+    let client = NetworkClient(configuration: NetworkConfiguration(baseURL: server.baseURL))
+    var read = 0
+    var mostAhead = 0
+    do {
+        let response = try await client.run(NetworkRequest<VoidRequest, ByteStream>(path: "bytes", method: .get))
+        for try await chunk in response.value {
+            read += chunk.count
+            mostAhead = max(mostAhead, server.bodyBytesSent - read)
+            // About 64 MB/s: far slower than loopback.
+            try await Task.sleep(for: .microseconds(chunk.count / 64))
+            if read >= 32 << 20 { break }
+        }
+    } catch {
+        return (false, "the stream failed after \(read) bytes: \(error)")
+    }
+    // Courier's buffer and a piece (at most 512 KiB from libcurl), the backlog after a moment in which the reader read
+    // nothing; the kernel's loopback buffers (here up to 32 MiB of receive and 4 MiB of send buffer) on top.
+    let bound = StreamDefaults.bufferCapacity + StreamDefaults.maximumBacklog + (512 << 10) + (40 << 20)
+    let summary =
+        "read \(read >> 20) MiB of a \(total >> 20) MiB stream at about 64 MB/s; the server was at most "
+        + "\(mostAhead >> 10) KiB ahead and sent \(server.bodyBytesSent >> 20) MiB"
+    guard mostAhead < bound, server.bodyBytesSent < total / 2 else { return (false, summary) }
+    return (true, summary)
 }

@@ -15,6 +15,27 @@ func makeDrivenSession(_ configuration: URLSessionConfiguration, delegate: Sessi
     #endif
 }
 
+/// Runs `work`, which creates and resumes a `URLSessionTask`: at once, or on Linux while a stream's reader may hold
+/// corelibs' shared work queue (``StreamChannel/mayHoldTransports``), on a dispatch queue instead.
+///
+/// corelibs creates and resumes a task with a `dispatch_sync` onto the work queue that every session in the process
+/// shares. A delegate callback held there for a slow stream reader (see ``StreamChannel``) then blocks the caller's
+/// thread, and a caller on the cooperative pool, whose two threads (on two cores) the stream's reader also needs,
+/// could starve that very reader: measured, a slow-reader stream beside other requests was held until it failed.
+///
+/// The task is counted at once (``TransportCall/willStart()``): `work` calls ``TransportCall/didNotStart()`` when it
+/// cannot create it.
+func startingTasks(_ work: @escaping @Sendable () -> Void) {
+    TransportCall.willStart()
+    #if canImport(FoundationNetworking)
+    if StreamChannel.mayHoldTransports {
+        DispatchQueue.global().async(execute: work)
+        return
+    }
+    #endif
+    work()
+}
+
 extension SessionDelegate {
     /// The task that sends `exchange` on `session`, and the body's length when this code, not URLSession, knows it
     /// (for upload progress).

@@ -14,11 +14,19 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     /// Sends `exchange` on `session` (whose delegate is `self`) and returns when it ended or was stopped.
     func send(_ exchange: HTTPExchange, on session: URLSession) async throws {
-        let (task, uploadLength) = try makeTask(on: session, for: exchange)
-        let call = TransportCall(exchange: exchange, uploadLength: uploadLength)
-        calls.withLock { $0[task.taskIdentifier] = call }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            call.start(task, continuation: continuation)
+            startingTasks { [self] in
+                let (task, uploadLength): (URLSessionTask, Int64?)
+                do {
+                    (task, uploadLength) = try makeTask(on: session, for: exchange)
+                } catch {
+                    TransportCall.didNotStart()
+                    return continuation.resume(throwing: error)
+                }
+                let call = TransportCall(exchange: exchange, uploadLength: uploadLength)
+                calls.withLock { $0[task.taskIdentifier] = call }
+                call.start(task, continuation: continuation)
+            }
         }
     }
 

@@ -35,29 +35,46 @@ struct CallerSessionTransport: HTTPTransport {
     let session: URLSession
 
     func send(_ exchange: HTTPExchange) async throws {
-        let stream = try Self.uploadStream(for: exchange)
         let call = CompletionCall(exchange: exchange)
+        let session = session
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let task: URLSessionTask
-            if let stream {
-                var request = exchange.request
-                request.httpBodyStream = stream.stream
-                request.setValue(String(stream.length), forHTTPHeaderField: "Content-Length")
-                request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
-                task = session.dataTask(with: request, completionHandler: call.received)
-            } else if case .file(let url, _) = exchange.body {
-                task = session.uploadTask(with: exchange.request, fromFile: url, completionHandler: call.received)
-            } else if exchange.prefersFileBody {
-                task = session.downloadTask(with: exchange.request, completionHandler: call.downloaded)
-            } else {
-                task = session.dataTask(with: exchange.request, completionHandler: call.received)
+            startingTasks {
+                Self.start(exchange, on: session, call: call, continuation: continuation)
             }
-            #if !canImport(FoundationNetworking)
-            task.delegate = KeepRedirects.shared
-            #endif
-            call.start(task, continuation: continuation)
         }
         if let (head, file) = call.takeDownload() { try Self.feed(file, head: head, to: exchange) }
+    }
+
+    /// Creates and resumes the task of `exchange` on `session`, reporting to `call`.
+    private static func start(
+        _ exchange: HTTPExchange, on session: URLSession, call: CompletionCall,
+        continuation: CheckedContinuation<Void, any Error>
+    ) {
+        let stream: (stream: InputStream, length: Int64)?
+        do {
+            stream = try uploadStream(for: exchange)
+        } catch {
+            TransportCall.didNotStart()
+            return continuation.resume(throwing: error)
+        }
+        let task: URLSessionTask
+        if let stream {
+            var request = exchange.request
+            request.httpBodyStream = stream.stream
+            request.setValue(String(stream.length), forHTTPHeaderField: "Content-Length")
+            request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+            task = session.dataTask(with: request, completionHandler: call.received)
+        } else if case .file(let url, _) = exchange.body {
+            task = session.uploadTask(with: exchange.request, fromFile: url, completionHandler: call.received)
+        } else if exchange.prefersFileBody {
+            task = session.downloadTask(with: exchange.request, completionHandler: call.downloaded)
+        } else {
+            task = session.dataTask(with: exchange.request, completionHandler: call.received)
+        }
+        #if !canImport(FoundationNetworking)
+        task.delegate = KeepRedirects.shared
+        #endif
+        call.start(task, continuation: continuation)
     }
 
     /// Hands a download task's body to `exchange` in pieces, from the file it was moved to, and deletes the file.
@@ -117,6 +134,29 @@ final class TransportCall: Sendable {
 
     private let state = Locked(State())
 
+    /// The `URLSession` tasks Courier is starting or has started and that have not completed, in the whole process
+    /// (``willStart()``, and each task's completion).
+    private static let running = Locked(0)
+
+    /// A task is about to be created and resumed: counted from now, before corelibs' work queue takes it, so that a
+    /// stream holding that queue lets go at once (``runsAlone``). Balanced by the task's completion, or by
+    /// ``didNotStart()``.
+    static func willStart() {
+        running.withLock { $0 += 1 }
+    }
+
+    /// The task announced by ``willStart()`` could not be created.
+    static func didNotStart() {
+        running.withLock { $0 -= 1 }
+    }
+
+    /// Whether at most one of Courier's `URLSession` tasks runs in the process: the one a stream's reader may then
+    /// hold back (see ``StreamChannel``). On Linux every session's callbacks run on one thread that corelibs shares;
+    /// holding it for one stream would hold every other transfer too.
+    static var runsAlone: Bool {
+        running.withLock { $0 <= 1 }
+    }
+
     init(exchange: HTTPExchange, uploadLength: Int64? = nil) {
         self.exchange = exchange
         self.uploadLength = uploadLength
@@ -148,13 +188,15 @@ final class TransportCall: Sendable {
     }
 
     private func resume(_ error: (any Error)?, taskCompleted: Bool) -> Bool {
-        let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+        let (continuation, ended) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, Bool) in
+            let ended = taskCompleted && !state.taskCompleted && state.task != nil
             if taskCompleted { state.taskCompleted = true }
-            guard !state.isDone else { return nil }
+            guard !state.isDone else { return (nil, ended) }
             state.isDone = true
             defer { state.continuation = nil }
-            return state.continuation
+            return (state.continuation, ended)
         }
+        if ended { Self.running.withLock { $0 -= 1 } }
         guard let continuation else { return false }
         if let error { continuation.resume(throwing: error) } else { continuation.resume() }
         return true

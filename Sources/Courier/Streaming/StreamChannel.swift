@@ -38,6 +38,8 @@ final class StreamChannel: @unchecked Sendable {
     let hold: TimeInterval
     /// How long a stalled reader a whole backlog behind has to read again before the stream fails.
     let stall: TimeInterval
+    /// Whether a producer that cannot wait may be held now; asked once per piece.
+    private let mayHoldTransport: @Sendable () -> Bool
 
     private let condition = NSCondition()
     private var pieces: [Data] = []
@@ -54,6 +56,8 @@ final class StreamChannel: @unchecked Sendable {
     private var items = 0
     /// Set when a hold passed without any progress of the reader; cleared when it reads again.
     private var readerStalled = false
+    /// Whether a producer waits for the reader's next progress (a stalled reader a whole backlog behind).
+    private var producerWaitsForProgress = false
     private var reader: CheckedContinuation<Data?, any Error>?
     private var roomWaiter: CheckedContinuation<Bool, Never>?
     private var opening: Opening?
@@ -61,14 +65,39 @@ final class StreamChannel: @unchecked Sendable {
     /// Stops the transfer (the exchange), once, when the reader goes away.
     private var stopTransfer: (@Sendable () -> Void)?
 
+    /// How many channels may hold their transport's thread now: created and not yet ended or cancelled.
+    private static let live = Locked(0)
+    /// Whether this channel still counts in ``live``.
+    private var isLive = true
+
+    /// Whether some stream's transport may be held now (see ``write(_:)``). On Linux every `URLSession` shares the
+    /// thread a held delegate callback blocks, and creating or resuming a task waits for that thread: while this is
+    /// `true`, Courier does that work off the cooperative pool, whose few threads the stream's reader needs.
+    static var mayHoldTransports: Bool {
+        live.withLock { $0 > 0 }
+    }
+
     init(
         capacity: Int = StreamDefaults.bufferCapacity, backlog: Int = StreamDefaults.maximumBacklog,
-        hold: TimeInterval = StreamDefaults.maximumHold, stall: TimeInterval = StreamDefaults.maximumStall
+        hold: TimeInterval = StreamDefaults.maximumHold, stall: TimeInterval = StreamDefaults.maximumStall,
+        mayHoldTransport: @escaping @Sendable () -> Bool = { TransportCall.runsAlone }
     ) {
+        self.mayHoldTransport = mayHoldTransport
         self.capacity = max(1, capacity)
         self.backlog = max(0, backlog)
         self.hold = max(0, hold)
         self.stall = max(0, stall)
+        Self.live.withLock { $0 += 1 }
+    }
+
+    deinit {
+        if isLive { Self.live.withLock { $0 -= 1 } }
+    }
+
+    /// Under the lock: this channel no longer holds its transport; returns whether it still counted.
+    private func leaveLive() -> Bool {
+        defer { isLive = false }
+        return isLive
     }
 
     /// A channel that already holds all of `body` and has ended: a canned stream (``StubNetworkClient``).
@@ -78,6 +107,7 @@ final class StreamChannel: @unchecked Sendable {
         channel.buffered = channel.pieces.reduce(0) { $0 + $1.count }
         channel.received = Int64(channel.buffered)
         channel.end = .success(())
+        if channel.leaveLive() { live.withLock { $0 -= 1 } }
         return channel
     }
 
@@ -117,8 +147,10 @@ final class StreamChannel: @unchecked Sendable {
     /// - Throws: `CancellationError` when the reader went away; ``NetworkClientError/responseTooLarge(limit:)`` when
     ///   the reader is ``backlog`` bytes past the capacity behind and read nothing for ``stall``.
     func write(_ piece: Data) throws -> Int64 {
+        // Holding the transport's thread is only for a transfer that has it to itself (see `mayHoldTransport`).
+        let mayHold = hold > 0 && mayHoldTransport()
         condition.lock()
-        while !cancelled && hold > 0 {
+        while !cancelled && mayHold {
             if buffered >= capacity && !readerStalled {
                 let before = readerProgress
                 if !condition.wait(until: Date(timeIntervalSinceNow: hold)) && readerProgress == before {
@@ -131,7 +163,9 @@ final class StreamChannel: @unchecked Sendable {
                 // the processor for a moment), then the stream ends, so that memory stays bounded.
                 let before = readerProgress
                 let until = Date(timeIntervalSinceNow: stall)
+                producerWaitsForProgress = true
                 while readerProgress == before && !cancelled && condition.wait(until: until) {}
+                producerWaitsForProgress = false
                 guard readerProgress != before || cancelled else {
                     condition.unlock()
                     throw NetworkClientError.responseTooLarge(limit: capacity + backlog)
@@ -143,6 +177,10 @@ final class StreamChannel: @unchecked Sendable {
         if cancelled {
             condition.unlock()
             throw CancellationError()
+        }
+        if !mayHold && buffered + piece.count > capacity + backlog && buffered > 0 {
+            condition.unlock()
+            throw NetworkClientError.responseTooLarge(limit: capacity + backlog)
         }
         received += Int64(piece.count)
         let total = received
@@ -183,12 +221,14 @@ final class StreamChannel: @unchecked Sendable {
         condition.lock()
         if end == nil { end = result }
         stopTransfer = nil
+        let wasLive = leaveLive()
         let reader = buffered == 0 ? self.reader : nil
         if reader != nil { self.reader = nil }
         let roomWaiter = self.roomWaiter
         self.roomWaiter = nil
         condition.broadcast()
         condition.unlock()
+        if wasLive { Self.live.withLock { $0 -= 1 } }
         roomWaiter?.resume(returning: false)
         if let reader { reader.resume(with: result.map { nil }) }
         settleOpening(.ended(outcome))
@@ -244,6 +284,7 @@ final class StreamChannel: @unchecked Sendable {
         readerProgress &+= 1
         items += 1
         readerStalled = false
+        if producerWaitsForProgress { condition.broadcast() }
         condition.unlock()
     }
 
@@ -267,8 +308,10 @@ final class StreamChannel: @unchecked Sendable {
         self.reader = nil
         let roomWaiter = self.roomWaiter
         self.roomWaiter = nil
+        let wasLive = leaveLive()
         condition.broadcast()
         condition.unlock()
+        if wasLive { Self.live.withLock { $0 -= 1 } }
         roomWaiter?.resume(returning: false)
         reader?.resume(throwing: CancellationError())
         stop?()
@@ -324,7 +367,7 @@ final class StreamChannel: @unchecked Sendable {
                 pieces.removeFirst(first)
                 first = 0
             }
-            if wasFull && buffered < capacity {
+            if wasFull && buffered < capacity || producerWaitsForProgress {
                 condition.broadcast()
                 if let roomWaiter {
                     self.roomWaiter = nil
