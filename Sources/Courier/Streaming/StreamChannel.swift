@@ -12,12 +12,14 @@ import FoundationNetworking
 ///   ``StreamDefaults/bufferCapacity`` bytes wait unread, so what is buffered never exceeds the capacity plus one
 ///   piece, and the server feels the backpressure through its own socket. `InMemoryTransport` and the
 ///   AsyncHTTPClient transport do this.
-/// - A transport that cannot wait hands pieces from a callback: Courier's `URLSession` delegate. There the write itself
-///   holds the callback's thread while the buffer is full, for at most ``StreamDefaults/maximumHold`` per piece,
-///   which holds libcurl back (on Linux every `URLSession` in the process shares that thread: see <doc:Streaming>).
-///   A piece that still finds the buffer full is taken anyway, so that the other transfers go on; a reader that
-///   falls ``StreamDefaults/maximumBacklog`` bytes further behind ends the stream with
-///   ``NetworkClientError/responseTooLarge(limit:)``. Memory stays bounded either way.
+/// - A transport that cannot wait hands pieces from a callback: Courier's `URLSession` delegate. There ``write(_:)``
+///   holds the callback's thread while the buffer is full and the reader reads, ``StreamDefaults/maximumHold`` at a
+///   time, which holds libcurl back; but only while no other of Courier's `URLSession` calls is in flight
+///   (`mayHoldTransport`): on Linux every session in the process shares that thread, and holding it would hold them all.
+///   A reader that takes nothing for a whole hold is not waited for until it reads again. Without holding, pieces are
+///   buffered up to ``StreamDefaults/maximumBacklog`` more; there a stalled reader gets ``StreamDefaults/maximumStall``
+///   to read again, and then the stream ends with ``NetworkClientError/responseTooLarge(limit:)``. Memory stays bounded
+///   either way.
 ///
 /// It also carries the opening: ``awaitOpening()`` returns the head once the stream's sink accepted it, or how the
 /// exchange ended without opening (an error status with its body, a redirect to follow, a failure).

@@ -16,7 +16,8 @@ import FoundationNetworking
 /// - It calls ``HTTPExchange/receive(_:)-(HTTPURLResponse)`` with the response head, then
 ///   ``HTTPExchange/receive(_:)-(Data)`` with each piece of the body in order (decompressed if the server compressed
 ///   it), and returns when the body has ended. Either call returns `false` when Courier needs no more: stop reading
-///   and return.
+///   and return. A transport that can pause reading awaits ``HTTPExchange/readyForMore()`` before it reads each next
+///   piece, so that a streamed response's slow reader holds the server back (see <doc:Streaming>).
 /// - It registers ``HTTPExchange/whenStopped(_:)``: Courier stops an exchange when its caller is cancelled, its
 ///   deadline passes or its body breaks a rule. The transport then cancels its work and returns promptly (what it
 ///   returns or throws then is ignored: the caller gets Courier's reason).
