@@ -36,6 +36,11 @@ public struct CourierClientTransport: ClientTransport {
     public let options: RequestOptions
     /// How response bodies reach the generated client; ``ResponseBodies/streamed`` by default.
     public let responseBodies: ResponseBodies
+    /// The largest streamed body of a JSON response (`application/json`, `…+json`), which the generated client
+    /// collects whole before it decodes it; ``defaultMaximumJSONBodySize`` (100 MiB) by default. A larger one ends the
+    /// body's iteration with ``NetworkClientError/responseTooLarge(limit:)`` and stops the transfer. Other streamed
+    /// bodies (events, JSON lines, binary) are the reader's to bound.
+    public let maximumJSONBodySize: Int
 
     /// How a response body reaches the generated client.
     public enum ResponseBodies: Sendable, Hashable {
@@ -56,6 +61,9 @@ public struct CourierClientTransport: ClientTransport {
     /// The default largest request body: 100 MiB, as Courier's default response size limit.
     public static let defaultMaximumRequestBodySize = 100 * 1024 * 1024
 
+    /// The default largest streamed JSON response body: 100 MiB, as Courier's default response size limit.
+    public static let defaultMaximumJSONBodySize = 100 * 1024 * 1024
+
     /// A transport that runs every operation through `client`.
     ///
     /// - Parameters:
@@ -65,16 +73,19 @@ public struct CourierClientTransport: ClientTransport {
     ///     the tag when `options` has none.
     ///   - responseBodies: How response bodies reach the generated client; ``ResponseBodies/streamed`` (as they
     ///     arrive) by default.
+    ///   - maximumJSONBodySize: The largest streamed JSON response body; 100 MiB by default.
     public init(
         client: any NetworkClientProtocol,
         maximumRequestBodySize: Int = CourierClientTransport.defaultMaximumRequestBodySize,
         options: RequestOptions = RequestOptions(),
-        responseBodies: ResponseBodies = .streamed
+        responseBodies: ResponseBodies = .streamed,
+        maximumJSONBodySize: Int = CourierClientTransport.defaultMaximumJSONBodySize
     ) {
         self.client = client
         self.maximumRequestBodySize = maximumRequestBodySize
         self.options = options
         self.responseBodies = responseBodies
+        self.maximumJSONBodySize = maximumJSONBodySize
     }
 
     /// Sends `request` through ``client`` and returns the response, whatever its status: at its head, with a body
@@ -109,9 +120,15 @@ public struct CourierClientTransport: ClientTransport {
                         method: method, body: bytes, baseURL: url, additionalHeaders: headers.isEmpty ? nil : headers,
                         options: options))
                 let head = try Self.head(of: response)
-                // Iterated once: the HTTPBody's iterator is the stream's, so reading it drives the transfer.
-                let body = HTTPBody(
-                    response.value, length: Self.length(of: head, method: method), iterationBehavior: .single)
+                let length = Self.length(of: head, method: method)
+                // Iterated once: the HTTPBody's iterator is the stream's, so reading it drives the transfer. A JSON
+                // body, which the generated client collects whole, is held to a limit as it arrives.
+                let body =
+                    Self.isJSON(head)
+                    ? HTTPBody(
+                        BoundedChunks(base: response.value, limit: maximumJSONBodySize), length: length,
+                        iterationBehavior: .single)
+                    : HTTPBody(response.value, length: length, iterationBehavior: .single)
                 return (Self.response(head), body)
             case .buffered:
                 let response = try await client.run(
@@ -146,6 +163,14 @@ public struct CourierClientTransport: ClientTransport {
         return .known(length)
     }
 
+    /// Whether `head`'s `Content-Type` is JSON (`application/json` or a `+json` type), which the generated client
+    /// collects whole.
+    static func isJSON(_ head: HTTPURLResponse) -> Bool {
+        guard let contentType = head.value(forHTTPHeaderField: "Content-Type") else { return false }
+        let essence = (contentType.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
+        return essence == "application/json" || essence.hasSuffix("+json")
+    }
+
     /// Framing is Courier's (it sends the body's `Content-Length`).
     static let framingFields: Set<HTTPField.Name> = [.contentLength, .transferEncoding, .connection]
 
@@ -177,4 +202,33 @@ public enum CourierClientTransportError: Error, Sendable, Equatable {
     case unsupportedMethod(String)
     /// The base URL and the generated path do not make a URL.
     case invalidURL
+}
+
+/// A body's chunks, ended with ``NetworkClientError/responseTooLarge(limit:)`` once they pass `limit` bytes (the
+/// stream is dropped, which stops its transfer).
+struct BoundedChunks: AsyncSequence, Sendable {
+    typealias Element = Data
+
+    let base: ByteStream
+    let limit: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: ByteStream.AsyncIterator?
+        let limit: Int
+        var total = 0
+
+        mutating func next() async throws -> Data? {
+            guard let chunk = try await base?.next() else { return nil }
+            total += chunk.count
+            guard total <= limit else {
+                base = nil
+                throw NetworkClientError.responseTooLarge(limit: limit)
+            }
+            return chunk
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), limit: limit)
+    }
 }

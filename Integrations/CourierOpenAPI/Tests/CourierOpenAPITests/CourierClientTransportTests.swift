@@ -62,6 +62,28 @@ struct CourierClientTransportTests {
         #expect(logged.phases == ["call", "opened", "ended"])
     }
 
+    @Test("A streamed JSON body, which the generated client collects whole, is held to maximumJSONBodySize")
+    func streamedJSONIsBounded() async throws {
+        let memo = Data(#"{"id":42,"text":"\#(String(repeating: "x", count: 5_000))"}"#.utf8)
+        let transport = InMemoryTransport { _ in
+            InMemoryTransport.Response(headers: ["Content-Type": "application/json"], body: memo, pieces: 10)
+        }
+        let configuration = NetworkConfiguration(transport: transport, baseURL: try Servers.Server1.url())
+        let courier = NetworkClient(configuration: configuration)
+        let bounded = Client(
+            serverURL: try Servers.Server1.url(),
+            transport: CourierClientTransport(client: courier, maximumJSONBodySize: 1_000))
+        let error = try await #require(throws: ClientError.self) {
+            _ = try await bounded.getMemo(path: .init(id: "42")).ok.body.json
+        }
+        guard case NetworkClientError.responseTooLarge(1_000) = error.underlyingError else {
+            Issue.record("expected responseTooLarge(1000), got \(error.underlyingError)")
+            return
+        }
+        let roomy = Client(serverURL: try Servers.Server1.url(), transport: CourierClientTransport(client: courier))
+        #expect(try await roomy.getMemo(path: .init(id: "42")).ok.body.json.id == 42)
+    }
+
     @Test("Buffered bodies are read whole under Courier's size limit; streamed ones are handed over as they are")
     func bufferedAndStreamed() async throws {
         let bytes = Data((0..<5_000).map { UInt8($0 % 251) })
