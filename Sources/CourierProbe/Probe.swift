@@ -518,6 +518,12 @@ private func massCancelStreams(_ options: ProbeOptions) async -> (Bool, String) 
     var failures: [String] = []
     var tally = Tally()
     let rounds = 5
+    // The thread sanitizer's shadow memory grows with every byte the run touches: its figure is not a leak's.
+    #if canImport(Glibc)
+    let allowedGrowth = dlsym(nil, "__tsan_init") == nil ? 8 : 40  // nil is RTLD_DEFAULT: every loaded image.
+    #else
+    let allowedGrowth = 8
+    #endif
     progress("step: \(count) streams, seed \(options.seed), \(workers) at a time, \(rounds) rounds")
     for round in 0..<rounds {
         let part = await withTaskGroup(of: Tally.self) { group in
@@ -562,7 +568,7 @@ private func massCancelStreams(_ options: ProbeOptions) async -> (Bool, String) 
         let memory = residentMegabytes()
         progress("step: round \(round) done, \(memory.map { "\($0) MB resident" } ?? "memory unknown")")
         if round == 0 { firstRoundMemory = memory }
-        if round == rounds - 1, let first = firstRoundMemory, let memory, memory > first + 8 {
+        if round == rounds - 1, let first = firstRoundMemory, let memory, memory > first + allowedGrowth {
             failures.append("resident memory grew from \(first) MB after the first round to \(memory) MB")
         }
     }
