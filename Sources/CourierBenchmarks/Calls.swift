@@ -14,12 +14,16 @@ struct RawCalls: Sendable {
     let base: String
     let decoder = JSONDecoder()
     let encoder = JSONEncoder()
+    /// An `Authorization` value sent with every small GET, as the resilient stack's authenticator does; none by
+    /// default.
+    var authorization: String?
 
     /// GETs `/small.json?i=<index>` with `Accept: application/json`, the same request on the wire as Courier's, and
     /// decodes a ``SmallItem``.
     func small(_ index: Int) async throws {
         var request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
         request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
         _ = try decoder.decode(SmallItem.self, from: try await send(request))
     }
 

@@ -49,6 +49,8 @@ struct Options: Sendable {
         /// Courier sending the same `Authorization: Bearer` header as `resilient`, without decorators: the baseline
         /// that tells the decorators' cost apart from corelibs' cost of one more header.
         case courierBearer = "courier-bearer"
+        /// Raw URLSession sending the same `Authorization: Bearer` header as `resilient`: its like-for-like baseline.
+        case rawBearer = "raw-bearer"
         /// The recommended resilience stack: `logged(…).retrying().authenticated(by:).deduplicated()`, happy path.
         case resilient
         /// The same stack without `.deduplicated()`: the three resilience decorators alone.
@@ -93,12 +95,13 @@ struct Options: Sendable {
 
         Profiling (for valgrind --tool=callgrind):
           --profile raw|raw-no-accept|courier|dedup|sequential|raw-own-session|courier-own-session|courier-bearer|
-                    resilient|resilient-no-dedup [--count N] [--base-url URL]
+                    raw-bearer|resilient|resilient-no-dedup [--count N] [--base-url URL]
                               run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
                               (raw: the same request on the wire as Courier, on the same session configuration;
                               raw-no-accept: raw without the Accept header; resilient: the client
                               .logged(level: .info).retrying().authenticated(by: bearer).deduplicated(), every log
-                              line formatted; courier-bearer: the bare client sending the same bearer header)
+                              line formatted; courier-bearer: the bare client sending the same bearer header;
+                              raw-bearer: raw sending it)
           --serve             run only the in-process server, print its base URL, and serve until killed
           --check-instructions FILE [--update-baseline] [--count N]
                               run each client under valgrind --tool=callgrind in a child process (N requests,

@@ -18,6 +18,7 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
         case .rawOwnSession: { [raw = clients.rawOwnSession] in try await raw.small($0) }
         case .courierOwnSession: { [courier = clients.courierOwnSession] in try await courier.small($0) }
         case .courierBearer: { [courier = clients.courierBearer] in try await courier.small($0) }
+        case .rawBearer: { [raw = clients.rawBearer] in try await raw.small($0) }
         case .resilient: { [resilient = clients.resilient] in try await resilient.small($0) }
         case .resilientNoDedup: { [resilient = clients.resilientNoDedup] in try await resilient.small($0) }
         }

@@ -46,6 +46,8 @@ struct Clients: Sendable {
     let courierOwnSession: CourierCalls<NetworkClient>
     /// The bare client sending `Authorization: Bearer …` on every request, as ``resilient`` does.
     let courierBearer: CourierCalls<NetworkClient>
+    /// Raw URLSession sending the same `Authorization: Bearer …` as ``resilient``: its like-for-like baseline.
+    let rawBearer: RawCalls
     /// `logged(level: .info).retrying().authenticated(by:).deduplicated()` on the shared session.
     let resilient: CourierCalls<DeduplicatingClient>
     /// `logged(level: .info).retrying().authenticated(by:)` on the shared session.
@@ -67,6 +69,7 @@ struct Clients: Sendable {
             client: NetworkClient(
                 configuration: NetworkConfiguration(sessionConfiguration: .default, baseURL: target.baseURL)))
         courierBearer = CourierCalls(client: client, headers: ["Authorization": "Bearer " + benchmarkToken])
+        rawBearer = RawCalls(session: target.session, base: target.base, authorization: "Bearer " + benchmarkToken)
         let authenticator = BearerTokenAuthenticator(
             token: { benchmarkToken }, refresh: { _ in benchmarkToken })
         let stack = client.logged(level: .info) { [logBytes] entry in logBytes.add(entry.description) }

@@ -193,23 +193,52 @@ struct DeduplicatingClientTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("Cancelling one waiter throws CancellationError at once; the shared call goes on for the others")
+    @Test("Cancelling a waiter throws CancellationError at once; the shared call goes on for the others")
     func oneWaiterCancels() async throws {
         let gate = Gate()
         let server = try gatedServer(gate, answering: .json(Post(id: 2, title: "kept")))
         let client = server.client().deduplicated()
-        let tasks = (0..<3).map { _ in
+        // The first caller runs the call; the two after it wait for it.
+        let first = Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value }
+        #expect(await server.waitUntil { $0.inProgressRequests == 1 })
+        let waiters = (0..<2).map { _ in
             Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value }
         }
         #expect(await eventually { client.waiterCount == 3 })
-        tasks[0].cancel()
-        await #expect(throws: CancellationError.self) { try await tasks[0].value }
+        waiters[0].cancel()
+        await #expect(throws: CancellationError.self) { try await waiters[0].value }
         #expect(client.waiterCount == 2)
         gate.open()
-        #expect(try await tasks[1].value == Post(id: 2, title: "kept"))
-        #expect(try await tasks[2].value == Post(id: 2, title: "kept"))
+        #expect(try await first.value == Post(id: 2, title: "kept"))
+        #expect(try await waiters[1].value == Post(id: 2, title: "kept"))
         #expect(server.requestCount == 1)
         #expect(server.clientClosedCount == 0)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("Cancelling the caller that runs the call cancels its transfer; the call is sent again for those waiting")
+    func runningCallerCancels() async throws {
+        let gate = Gate()
+        let server = try LoopbackServer { _ in
+            gate.wait()
+            return .json(Post(id: 5, title: "again"))
+        }
+        let client = server.client().deduplicated()
+        let first = Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value }
+        #expect(await server.waitUntil { $0.inProgressRequests == 1 })
+        let waiters = (0..<2).map { _ in
+            Task { try await client.run(NetworkRequest<VoidRequest, Post>(method: .get)).value }
+        }
+        #expect(await eventually { client.waiterCount == 3 })
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        // The waiters' call goes out again; both get its value.
+        #expect(await server.waitUntil { $0.requestCount == 2 })
+        gate.open()
+        #expect(try await waiters[0].value == Post(id: 5, title: "again"))
+        #expect(try await waiters[1].value == Post(id: 5, title: "again"))
+        #expect(client.inFlightCount == 0)
+        #expect(client.waiterCount == 0)
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)

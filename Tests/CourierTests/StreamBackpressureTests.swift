@@ -146,7 +146,7 @@ struct StreamChannelTests {
 
     @Test("A producer that does not run alone is never held: it fills the backlog and then fails")
     func notHeldBesideOthers() async throws {
-        let channel = StreamChannel(capacity: 64 * 1_024, backlog: 256 * 1_024, hold: 10, mayHoldTransport: { false })
+        let channel = StreamChannel(capacity: 64 * 1_024, backlog: 256 * 1_024, hold: 60, mayHoldTransport: { false })
         let producer = produce(channel, pieces: 100, size: 16 * 1_024)
         let clock = ContinuousClock()
         let start = clock.now
@@ -155,8 +155,8 @@ struct StreamChannelTests {
             return
         }
         #expect(limit == 64 * 1_024 + 256 * 1_024)
-        // Never held: not one 10 s hold went by.
-        #expect(clock.now - start < .seconds(5))
+        // Never held: not one 60 s hold went by (the bound leaves room for a loaded machine).
+        #expect(clock.now - start < .seconds(30))
         #expect(channel.bufferedBytes <= 64 * 1_024 + 256 * 1_024)
     }
 

@@ -70,12 +70,13 @@ public final class NetworkClient: NetworkClientProtocol {
         try Task.checkCancellation()
         var meter = MetricsMeter()
         let settings = settings ?? configuration.currentSettings
-        let stream = ResponseKinds.stream(ResponseModel.self)
+        let facts = ResponseKinds.facts(ResponseModel.self)
+        let stream = facts.stream
         // A stream may run for days: only its own total timeout bounds it, not the session's resource timeout.
         let deadline =
             stream == nil
             ? deadline(totalTimeout: networkRequest.totalTimeout) : streamDeadline(networkRequest.totalTimeout)
-        let sent = try await send(networkRequest, settings: settings, deadline: deadline, meter: &meter)
+        let sent = try await send(networkRequest, settings: settings, deadline: deadline, facts: facts, meter: &meter)
         // A download's file exists only for an acceptable status, or a 206 that resumed it; a stream opens only for an
         // acceptable status.
         if let file = sent.sinkValue {
@@ -95,7 +96,8 @@ public final class NetworkClient: NetworkClientProtocol {
             throw Self.unacceptable(sent, meter)
         }
         let value = try ResponseKinds.decode(
-            ResponseModel.self, from: sent.body, with: networkRequest.decoder ?? configuration.defaultDecoder)
+            ResponseModel.self, kind: facts.kind, from: sent.body,
+            with: networkRequest.decoder ?? configuration.defaultDecoder)
         return NetworkResponse(
             value: value, response: sent.head, data: sent.body, metrics: meter.finished(),
             cacheStatus: sent.cacheStatus)
@@ -118,12 +120,12 @@ public final class NetworkClient: NetworkClientProtocol {
     /// - Throws: ``NetworkClientError`` or `CancellationError`, as ``run(_:)``.
     func send<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings,
-        deadline: DispatchTime?, meter: inout MetricsMeter
+        deadline: DispatchTime?, facts: ResponseKinds.Facts, meter: inout MetricsMeter
     ) async throws -> Sent {
         let listener = SendReportListener.current
         let prepared: PreparedRequest
         do {
-            prepared = try networkRequest.prepare(configuration: configuration)
+            prepared = try networkRequest.prepare(configuration: configuration, accept: facts.accept)
         } catch {
             if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
             // Staging a multipart body stops when the caller cancels: that is a cancellation, not a file error.
@@ -158,19 +160,19 @@ public final class NetworkClient: NetworkClientProtocol {
             body = request.httpBody.map { .data($0) } ?? .none
         }
         let destination = networkRequest.downloadDestination
-        let isStream = ResponseKinds.isStream(ResponseModel.self)
+        let kind = facts.kind
         do {
             let (head, data, sinkValue, cacheStatus) = try await send(
                 OutgoingRequest(request: request, body: body),
                 rules: SendingRules(
                     limit: networkRequest.maximumResponseSize ?? settings.maximumResponseSize,
                     deadline: deadline, sensitiveHeaders: sensitive,
-                    onProgress: networkRequest.onProgress, cache: isStream ? nil : settings.responseCache),
+                    onProgress: networkRequest.onProgress, cache: facts.stream == nil ? settings.responseCache : nil),
                 meter: &meter,
                 sink: { [serial = configuration.serial] request, first in
-                    ResponseKinds.sink(
-                        for: ResponseModel.self, request: &request, first: first, destination: destination,
-                        acceptable: accepted, scope: serial)
+                    kind?.sink(
+                        request: &request, first: first, destination: destination, acceptable: accepted,
+                        scope: serial)
                 })
             return Sent(
                 head: head, body: data, sinkValue: sinkValue, cacheStatus: cacheStatus, accepted: accepted)
@@ -301,7 +303,9 @@ public final class NetworkClient: NetworkClientProtocol {
             again.additionalHeaders = headers
         }
         var meter = MetricsMeter()
-        let sent = try await send(again, settings: configuration.currentSettings, deadline: deadline, meter: &meter)
+        let sent = try await send(
+            again, settings: configuration.currentSettings, deadline: deadline,
+            facts: ResponseKinds.facts(ResponseModel.self), meter: &meter)
         guard let channel = sent.sinkValue as? StreamChannel else { throw Self.unacceptable(sent, meter) }
         return StreamSource.Connection(channel: channel, head: sent.head)
     }

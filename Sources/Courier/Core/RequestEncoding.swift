@@ -242,6 +242,11 @@ extension NetworkRequest {
     /// The `URLRequest` this request stands for under `configuration`, before the interceptors run, and the file its
     /// body comes from, if any. A staged file is the caller's to remove.
     func prepare(configuration: NetworkConfiguration) throws(NetworkClientError) -> PreparedRequest {
+        try prepare(configuration: configuration, accept: ResponseKinds.accept(ResponseModel.self))
+    }
+
+    /// ``prepare(configuration:)`` with the response kind's `Accept` already looked up.
+    func prepare(configuration: NetworkConfiguration, accept: String) throws(NetworkClientError) -> PreparedRequest {
         let base = baseURL.map(BaseURL.init) ?? configuration.base
         var request = URLRequest(url: try base.appending(path: path, queryItems: queryItems))
         // GET is URLRequest's default, and corelibs re-validates the method on every assignment.
@@ -270,7 +275,7 @@ extension NetworkRequest {
         case nil: break
         }
         // Assigned once: corelibs rebuilds its header storage on every `setValue`.
-        var headers = ["Accept": ResponseKinds.accept(ResponseModel.self)]
+        var headers = ["Accept": accept]
         if let contentType { headers["Content-Type"] = contentType }
         if let additionalHeaders {
             for (name, value) in additionalHeaders {

@@ -10,16 +10,19 @@ import FoundationNetworking
 /// items, additional headers, body bytes, timeout, request and response types, and the same decoder and encoder
 /// instances (or none). Anything that differs, one header or one query value, means a separate call: a response
 /// never reaches a caller whose request differs. A streamed response (``ServerSentEvents``, ``JSONLines``,
-/// ``ByteStream``) is never shared: it has one reader, so each caller gets a connection of its own. Only the methods in ``sharedMethods`` are shared (`GET` and `HEAD`
-/// by default). This is not a cache: a request that arrives after the shared call finished starts a new one.
+/// ``ByteStream``) is never shared: it has one reader, so each caller gets a connection of its own. Only the methods
+/// in ``sharedMethods`` are shared (`GET` and `HEAD` by default). This is not a cache: a request that arrives after
+/// the shared call finished starts a new one.
 ///
-/// The shared call runs in a task of its own that inherits the first caller's priority and task-local values, so
-/// interceptors must not pick credentials from task-locals: put them in the request's headers, which are part of
-/// its identity.
+/// The first caller runs the call on its own task, as if there were no decorator (no task is created, no thread
+/// hop), and identical callers that arrive meanwhile wait for its outcome. The call has that caller's priority and
+/// task-local values, so interceptors must not pick credentials from task-locals: put them in the request's headers,
+/// which are part of its identity.
 ///
-/// Every waiter gets the same outcome, the value or the same error. Cancelling one waiter's task makes that waiter
-/// throw `CancellationError` at once; the shared call goes on for the others and is cancelled only when every waiter
-/// has cancelled.
+/// Every waiter gets the same outcome, the value or the same error. Cancelling a waiter makes it throw
+/// `CancellationError` at once; the call goes on for the others. Cancelling the first caller cancels the call it runs:
+/// when others wait for it, the call is then sent again for them, in a task of its own (so a request may reach the
+/// server twice in that case), and that call is cancelled only when every one of them has cancelled.
 public final class DeduplicatingClient: NetworkClientProtocol {
     /// The client that runs the shared calls.
     public let wrapped: any NetworkClientProtocol
@@ -43,9 +46,11 @@ public final class DeduplicatingClient: NetworkClientProtocol {
         table.withLock { $0.calls.count }
     }
 
-    /// Callers waiting for a call, including those about to join one.
+    /// Callers waiting for a call, including those about to join one and the callers that run one.
     var waiterCount: Int {
-        table.withLock { table in table.calls.values.reduce(table.pendingWaiters.count) { $0 + $1.waiters.count } }
+        table.withLock { table in
+            table.calls.values.reduce(table.pendingWaiters.count) { $0 + $1.waiters.count + ($1.ownerRuns ? 1 : 0) }
+        }
     }
 
     /// Runs `networkRequest`, joining an identical call already in flight if there is one.
@@ -65,96 +70,166 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             return try await wrapped.run(networkRequest)
         }
         let key = try RequestKey(networkRequest)
-        let waiterID = table.withLock { $0.addPendingWaiter() }
-        let listener = SendReportListener.current
-        let outcome = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                join(key: key, waiterID: waiterID, waiter: Waiter(continuation: continuation, listener: listener)) {
-                    [wrapped] in
-                    try await wrapped.run(networkRequest)
-                }
+        while true {
+            try Task.checkCancellation()
+            let role = table.withLock { table -> Role in
+                if table.calls[key] != nil { return .waiter(table.addPendingWaiter()) }
+                let callID = table.newID()
+                table.calls[key] = Call(id: callID)
+                return .owner(callID)
             }
-        } onCancel: {
-            leave(key: key, waiterID: waiterID)
+            switch role {
+            case .owner(let callID):
+                return try await runAsOwner(networkRequest, key: key, callID: callID)
+            case .waiter(let waiterID):
+                let listener = SendReportListener.current
+                let outcome = try await withTaskCancellationHandler {
+                    try await withCheckedThrowingContinuation { continuation in
+                        join(
+                            key: key, waiterID: waiterID, waiter: Waiter(continuation: continuation, listener: listener)
+                        )
+                    }
+                } onCancel: {
+                    leave(key: key, waiterID: waiterID)
+                }
+                // The call ended between this caller's look and its joining: it runs one of its own.
+                if outcome is CallEnded { continue }
+                // The key includes the response type, so every waiter of a call expects this exact type; a shared
+                // response says so in its metrics.
+                var response = (outcome as! Shared).value as! NetworkResponse<ResponseModel>
+                response.metrics.shared = true
+                return response
+            }
         }
-        // The key includes the response type, so every waiter of a call expects this exact type.
-        // A call with one waiter hands its response over as it is; a shared one says so in its metrics.
-        guard let shared = outcome as? Shared else { return outcome as! NetworkResponse<ResponseModel> }
-        var response = shared.value as! NetworkResponse<ResponseModel>
-        response.metrics.shared = true
+    }
+
+    /// Runs the call on this caller's task, then hands its outcome (and what the client at the bottom reported) to
+    /// the callers that joined meanwhile.
+    private func runAsOwner<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, key: RequestKey, callID: UInt64
+    ) async throws -> NetworkResponse<ResponseModel> {
+        // The report goes to this caller's listeners as ever, and is kept for the waiters'.
+        let collector = SendReportListener(parent: SendReportListener.current)
+        let result: Result<NetworkResponse<ResponseModel>, any Error>
+        do {
+            result = .success(
+                try await SendReportListener.$current.withValue(collector) {
+                    try await wrapped.run(networkRequest)
+                })
+        } catch {
+            result = .failure(error)
+        }
+        let ownerCancelled = Task.isCancelled
+        let waiters = table.withLock { table -> [Waiter]? in
+            guard var call = table.calls[key], call.id == callID else { return [] }
+            let waiters = Array(call.waiters.values)
+            if case .failure = result, ownerCancelled, !waiters.isEmpty {
+                // This caller's cancellation ended the call: the others get it sent again, in a task of theirs.
+                call.ownerRuns = false
+                call.task = makeTask(for: networkRequest, key: key, callID: callID)
+                table.calls[key] = call
+                return nil
+            }
+            table.calls.removeValue(forKey: key)
+            return waiters
+        }
+        guard let waiters else { throw CancellationError() }
+        if !waiters.isEmpty {
+            let delivered = result.map { Shared(value: $0) as any Sendable }
+            let report = collector.report
+            for waiter in waiters {
+                if let report, let listener = waiter.listener { SendReportListener.deliver(report, to: listener) }
+                waiter.continuation.resume(with: delivered)
+            }
+        }
+        var response = try result.get()
+        if !waiters.isEmpty { response.metrics.shared = true }
         return response
     }
 
-    private func join(
-        key: RequestKey, waiterID: UInt64, waiter: Waiter, call: @escaping @Sendable () async throws -> any Sendable
-    ) {
-        let joined = table.withLock { table -> Bool in
-            // Absent when `leave` ran first: the caller was cancelled before it could join.
-            guard table.pendingWaiters.remove(waiterID) != nil else { return false }
-            if table.calls[key] != nil {
-                table.calls[key]?.waiters[waiterID] = waiter
-                return true
+    /// A task that runs the call for its waiters, once the caller that ran it was cancelled. What the client at the
+    /// bottom reports goes to every waiter's listeners in `finish`.
+    private func makeTask<RequestModel, ResponseModel>(
+        for networkRequest: NetworkRequest<RequestModel, ResponseModel>, key: RequestKey, callID: UInt64
+    ) -> Task<Void, Never> {
+        Task { [wrapped] in
+            let collector = SendReportListener(parent: nil)
+            let result: Result<any Sendable, any Error>
+            do {
+                result = .success(
+                    try await SendReportListener.$current.withValue(collector) { try await wrapped.run(networkRequest) }
+                )
+            } catch {
+                result = .failure(error)
             }
-            let callID = table.newID()
-            // An unstructured task, so that the shared call outlives any one waiter; it inherits the first caller's
-            // priority and task-local values. It holds `self` until it ends, so no waiter is ever left behind.
-            // What the client at the bottom reports goes to every waiter's listeners in `finish`, not only to the
-            // first caller's, which the task would inherit.
-            let task = Task {
-                let collector = SendReportListener(parent: nil)
-                let result: Result<any Sendable, any Error>
-                do {
-                    result = .success(try await SendReportListener.$current.withValue(collector) { try await call() })
-                } catch {
-                    result = .failure(error)
-                }
-                self.finish(key: key, callID: callID, with: result, report: collector.report)
-            }
-            table.calls[key] = Call(id: callID, task: task, waiters: [waiterID: waiter])
-            return true
+            self.finish(key: key, callID: callID, with: result, report: collector.report)
         }
-        if !joined { waiter.continuation.resume(throwing: CancellationError()) }
     }
 
+    /// Attaches a waiter to the call it saw, or tells it the call ended meanwhile, or that it was cancelled.
+    private func join(key: RequestKey, waiterID: UInt64, waiter: Waiter) {
+        let joined = table.withLock { table -> Bool? in
+            // Absent when `leave` ran first: the caller was cancelled before it could join.
+            guard table.pendingWaiters.remove(waiterID) != nil else { return nil }
+            guard table.calls[key] != nil else { return false }
+            table.calls[key]?.waiters[waiterID] = waiter
+            return true
+        }
+        switch joined {
+        case true?: break
+        case false?: waiter.continuation.resume(returning: CallEnded())
+        case nil: waiter.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// A call run by a task of its own ended: every waiter gets its outcome.
     private func finish(
         key: RequestKey, callID: UInt64, with result: Result<any Sendable, any Error>, report: SendReport?
     ) {
         let waiters = table.withLock { table -> [Waiter] in
             // Gone if every waiter cancelled; a different id if a newer call for the same key started since.
-            guard let call = table.calls.removeValue(forKey: key) else { return [] }
-            guard call.id == callID else {
-                table.calls[key] = call
-                return []
-            }
+            guard let call = table.calls[key], call.id == callID else { return [] }
+            table.calls.removeValue(forKey: key)
             return Array(call.waiters.values)
         }
-        let delivered = waiters.count > 1 ? result.map { Shared(value: $0) as any Sendable } : result
+        let delivered = result.map { Shared(value: $0) as any Sendable }
         for waiter in waiters {
             if let report, let listener = waiter.listener { SendReportListener.deliver(report, to: listener) }
             waiter.continuation.resume(with: delivered)
         }
     }
 
-    /// The value of a call that went to more than one waiter (``RequestMetrics/shared``).
-    private struct Shared: Sendable {
-        let value: any Sendable
-    }
-
+    /// A waiter was cancelled: it leaves at once; a call run by a task of its own is cancelled when nobody waits.
     private func leave(key: RequestKey, waiterID: UInt64) {
         let (waiter, abandonedCall) = table.withLock { table -> (Waiter?, Task<Void, Never>?) in
             if table.pendingWaiters.remove(waiterID) != nil { return (nil, nil) }  // `join` will resume it.
             guard let waiter = table.calls[key]?.waiters.removeValue(forKey: waiterID) else {
                 return (nil, nil)  // Already resumed with the outcome.
             }
-            guard table.calls[key]?.waiters.isEmpty == true else { return (waiter, nil) }
-            return (waiter, table.calls.removeValue(forKey: key)?.task)
+            guard let call = table.calls[key], call.waiters.isEmpty, !call.ownerRuns else { return (waiter, nil) }
+            table.calls.removeValue(forKey: key)
+            return (waiter, call.task)
         }
         abandonedCall?.cancel()
         waiter?.continuation.resume(throwing: CancellationError())
     }
+
+    /// The value of a call, handed to a waiter.
+    private struct Shared: Sendable {
+        let value: any Sendable
+    }
+
+    /// Tells a waiter that the call it saw ended before it joined.
+    private struct CallEnded: Sendable {}
 }
 
 extension DeduplicatingClient {
+    /// What a caller does for its request: run the call, or wait for the one in flight.
+    private enum Role {
+        case owner(UInt64)
+        case waiter(UInt64)
+    }
+
     private struct Waiter: Sendable {
         let continuation: CheckedContinuation<any Sendable, any Error>
         /// The waiter's innermost report listener, which receives the shared call's report.
@@ -163,8 +238,16 @@ extension DeduplicatingClient {
 
     private struct Call: Sendable {
         let id: UInt64
-        let task: Task<Void, Never>
-        var waiters: [UInt64: Waiter]
+        /// Whether the caller that started the call still runs it on its own task.
+        var ownerRuns = true
+        /// The task that runs the call once that caller was cancelled while others waited.
+        var task: Task<Void, Never>?
+        /// The callers waiting for the call's outcome.
+        var waiters: [UInt64: Waiter] = [:]
+
+        init(id: UInt64) {
+            self.id = id
+        }
     }
 
     private struct CallTable: Sendable {

@@ -116,6 +116,24 @@ extension ClientFacts: ResponseKind {
 
 /// The one lookup of a response's kind.
 enum ResponseKinds {
+    /// What a response type is, looked up once per call and handed along: each dynamic cast to a protocol is a
+    /// conformance lookup (about 400 instructions on Linux), and a call asked several times.
+    struct Facts: Sendable {
+        /// The type's rules, or `nil` for JSON.
+        let kind: (any ResponseKind.Type)?
+        /// The type's rules as a stream, or `nil`.
+        let stream: (any StreamResponseKind.Type)?
+
+        /// The `Accept` header field a request for the type sends.
+        var accept: String { kind?.accept ?? defaultAccept }
+    }
+
+    /// What `type` is.
+    static func facts<ResponseModel>(_ type: ResponseModel.Type) -> Facts {
+        let kind = type as? any ResponseKind.Type
+        return Facts(kind: kind, stream: kind.flatMap { $0 as? any StreamResponseKind.Type })
+    }
+
     /// Whether `status` counts as success: in `acceptable` when given, else in ``defaultAcceptableStatusCodes``.
     static func accepts(_ status: Int, _ acceptable: Set<Int>?) -> Bool {
         acceptable?.contains(status) ?? defaultAcceptableStatusCodes.contains(status)
@@ -145,7 +163,14 @@ enum ResponseKinds {
     static func decode<ResponseModel: Decodable>(
         _ type: ResponseModel.Type, from data: Data, with decoder: JSONDecoder
     ) throws(NetworkClientError) -> ResponseModel {
-        if let kind = type as? any ResponseKind.Type {
+        try decode(type, kind: type as? any ResponseKind.Type, from: data, with: decoder)
+    }
+
+    /// ``decode(_:from:with:)`` with `type`'s rules already looked up (``Facts/kind``).
+    static func decode<ResponseModel: Decodable>(
+        _ type: ResponseModel.Type, kind: (any ResponseKind.Type)?, from data: Data, with decoder: JSONDecoder
+    ) throws(NetworkClientError) -> ResponseModel {
+        if let kind {
             return try kind.decoded(from: data, decoder: decoder) as! ResponseModel
         }
         do {
@@ -153,17 +178,6 @@ enum ResponseKinds {
         } catch {
             throw .decodingFailed(underlying: error, data: data)
         }
-    }
-
-    /// The sink of `type`'s body for one exchange of `request`, a hop of the call that began with `first`, or `nil`
-    /// when it is held in memory.
-    static func sink<ResponseModel>(
-        for type: ResponseModel.Type, request: inout URLRequest, first: URLRequest, destination: URL?,
-        acceptable: Set<Int>?, scope: UInt64
-    ) -> (any ResponseBodySink)? {
-        guard let kind = type as? any ResponseKind.Type else { return nil }
-        return kind.sink(
-            request: &request, first: first, destination: destination, acceptable: acceptable, scope: scope)
     }
 
     /// A configuration was released: what the kinds kept for it (a download's partial bytes) is deleted.
