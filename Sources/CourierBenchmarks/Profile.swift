@@ -24,14 +24,31 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
         }
     let warmUp = 20
     try await runChunk(count: warmUp, concurrency: 1, firstIndex: 0, operation: operation)
+    let switchesBefore = contextSwitches()
     let sample = try await measure {
         try await runChunk(count: count, concurrency: 1, firstIndex: warmUp, operation: operation)
     }
+    let switches = contextSwitches()
     let perRequest = count > 0 ? format(sample.cpuSeconds / Double(count) * 1_000, digits: 3) : "-"
+    if count > 0 {
+        // Every thread of the process: the client's, corelibs' work queue's, the cooperative pool's.
+        printError(
+            "profile \(client.rawValue): context switches per request: "
+                + "\(format(Double(switches.voluntary - switchesBefore.voluntary) / Double(count), digits: 2)) voluntary, "
+                + "\(format(Double(switches.involuntary - switchesBefore.involuntary) / Double(count), digits: 2)) "
+                + "involuntary")
+    }
     if client == .resilient || client == .resilientNoDedup {
         printError("profile \(client.rawValue): \(clients.logBytes.lines) log lines, \(clients.logBytes.bytes) bytes")
     }
     printError(
         "profile \(client.rawValue): \(count) requests in \(format(sample.wallSeconds, digits: 3)) s, "
             + "\(perRequest) CPU ms/request")
+}
+
+/// The context switches of every thread of this process so far (`getrusage(RUSAGE_SELF)`): voluntary (a thread
+/// waited: a lock, a condition, an empty queue) and involuntary (it was preempted).
+func contextSwitches() -> (voluntary: Int, involuntary: Int) {
+    guard let usage = processUsage() else { return (0, 0) }
+    return (Int(usage.ru_nvcsw), Int(usage.ru_nivcsw))
 }
