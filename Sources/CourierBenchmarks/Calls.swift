@@ -27,6 +27,18 @@ struct RawCalls: Sendable {
         _ = try decoder.decode(SmallItem.self, from: try await send(request))
     }
 
+    /// GETs `/events?i=<index>` with `Accept: text/event-stream`, the same request as Courier's
+    /// ``CourierCalls/event(_:)``, and decodes the one event's data as a ``SmallItem``.
+    func event(_ index: Int) async throws {
+        var request = URLRequest(url: try url("\(base)\(EndpointPath.events)?i=\(index)"))
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        let body = try await send(request)
+        guard let line = body.split(separator: 0x0A).first, line.starts(with: Data("data: ".utf8)) else {
+            throw BenchmarkError.badResponse("no event in \(body.count) bytes")
+        }
+        _ = try decoder.decode(SmallItem.self, from: Data(line.dropFirst(6)))
+    }
+
     /// ``small(_:)`` without any header: for `--profile raw-no-accept`, to tell corelibs' cost of one header apart.
     func smallWithoutHeaders(_ index: Int) async throws {
         let request = URLRequest(url: try url("\(base)\(EndpointPath.small)?i=\(index)"))
@@ -79,6 +91,21 @@ struct CourierCalls<Client: NetworkClientProtocol>: Sendable {
         _ = try await client.run(request)
     }
 
+    /// Opens `/events?i=<index>` as ``ServerSentEvents``, reads its one event to the end, and decodes its data as a
+    /// ``SmallItem``.
+    func event(_ index: Int) async throws {
+        let request = NetworkRequest<VoidRequest, ServerSentEvents>(
+            path: EndpointPath.events, method: .get, queryItems: [URLQueryItem(name: "i", value: String(index))])
+        for try await event in try await client.run(request).value {
+            _ = try JSONDecoder().decode(SmallItem.self, from: Data(event.data.utf8))
+        }
+    }
+
+    /// GETs `/cached.json` (fresh for a day): with a ``ResponseCache``, every call after the first is a fresh hit.
+    func cached() async throws {
+        _ = try await client.run(NetworkRequest<VoidRequest, SmallItem>(path: EndpointPath.cached, method: .get))
+    }
+
     /// POSTs `body` as JSON to `/post` and decodes the ``SmallItem`` answer.
     func post(_ body: PostBody) async throws {
         let request = NetworkRequest<PostBody, SmallItem>(path: EndpointPath.post, method: .post, body: body)
@@ -95,6 +122,13 @@ struct CourierCalls<Client: NetworkClientProtocol>: Sendable {
     /// GETs `/slow` and decodes a ``SmallItem``.
     func slow() async throws {
         _ = try await client.run(NetworkRequest<VoidRequest, SmallItem>(path: EndpointPath.slow, method: .get))
+    }
+
+    /// GETs `/slower?i=<index>` and decodes a ``SmallItem``: calls with the same index are identical.
+    func slower(_ index: Int) async throws {
+        _ = try await client.run(
+            NetworkRequest<VoidRequest, SmallItem>(
+                path: EndpointPath.slower, method: .get, queryItems: [URLQueryItem(name: "i", value: String(index))]))
     }
 }
 

@@ -35,7 +35,7 @@ private func run(_ options: Options) async throws {
     case .profile(let client, let count):
         let target = try Target(externalBaseURL: options.baseURL)
         defer { target.shutDown() }
-        try await runProfile(client, count: count, target: target)
+        try await runProfile(client, count: count, waiters: options.waiters, target: target)
     case .benchmark:
         try await runBenchmark(options)
     case .memory(let scenario):

@@ -51,6 +51,15 @@ struct Options: Sendable {
         case courierBearer = "courier-bearer"
         /// Raw URLSession sending the same `Authorization: Bearer` header as `resilient`: its like-for-like baseline.
         case rawBearer = "raw-bearer"
+        /// Raw URLSession reading `/events` whole, cutting out its one event and decoding it.
+        case rawEvent = "raw-event"
+        /// Courier opening `/events` as `ServerSentEvents` and reading its one event to the end.
+        case courierEvent = "courier-event"
+        /// Courier with a `ResponseCache`: every `/cached.json` after the first is a fresh hit, no network.
+        case courierCacheHit = "courier-cache-hit"
+        /// `.deduplicated()` with `--waiters N` identical calls at once per round (one reaches the server, `/slow`):
+        /// the cost of a waiter is the slope between N = 1 and N.
+        case dedupWaiters = "dedup-waiters"
         /// The recommended resilience stack: `logged(…).retrying().authenticated(by:).deduplicated()`, happy path.
         case resilient
         /// The same stack without `.deduplicated()`: the three resilience decorators alone.
@@ -66,6 +75,8 @@ struct Options: Sendable {
     var size: Int?
     /// `--count`: requests of a profile or a check, events of `--streams`.
     var count: Int?
+    /// `--waiters`: identical calls at once per round of `--profile dedup-waiters`.
+    var waiters = 1
 
     /// The default number of rounds of a full run, and the fewest allowed without `--quick`.
     static let defaultRounds = 9
@@ -95,13 +106,15 @@ struct Options: Sendable {
 
         Profiling (for valgrind --tool=callgrind):
           --profile raw|raw-no-accept|courier|dedup|sequential|raw-own-session|courier-own-session|courier-bearer|
-                    raw-bearer|resilient|resilient-no-dedup [--count N] [--base-url URL]
+                    raw-bearer|resilient|resilient-no-dedup|raw-event|courier-event|courier-cache-hit|dedup-waiters
+                    [--count N] [--waiters W] [--base-url URL]
                               run 20 warm-up requests, then N (default 2000) small GETs at concurrency 1, and exit
                               (raw: the same request on the wire as Courier, on the same session configuration;
                               raw-no-accept: raw without the Accept header; resilient: the client
                               .logged(level: .info).retrying().authenticated(by: bearer).deduplicated(), every log
                               line formatted; courier-bearer: the bare client sending the same bearer header;
-                              raw-bearer: raw sending it)
+                              raw-bearer: raw sending it; dedup-waiters: N rounds of W identical calls of /slow at
+                              once through .deduplicated(), one of which reaches the server)
           --serve             run only the in-process server, print its base URL, and serve until killed
           --check-instructions FILE [--update-baseline] [--count N]
                               run each client under valgrind --tool=callgrind in a child process (N requests,
@@ -196,6 +209,7 @@ struct Options: Sendable {
                 }
                 options.mode = .transfer(scenario)
             case "--count": count = try number(for: argument, minimum: 0)
+            case "--waiters": options.waiters = try number(for: argument, minimum: 1)
             case "--profile":
                 let name = try value(for: argument)
                 guard let client = ProfileClient(rawValue: name) else {

@@ -6,7 +6,7 @@ import Foundation
 /// totals divided by the difference of the counts is the steady-state cost of one request. The warm-up makes the
 /// connection and the lazy one-time setup part of the fixed cost.
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) async throws {
+func runProfile(_ client: Options.ProfileClient, count: Int, waiters: Int, target: Target) async throws {
     let clients = Clients(target: target)
     let operation: @Sendable (Int) async throws -> Void =
         switch client {
@@ -19,10 +19,22 @@ func runProfile(_ client: Options.ProfileClient, count: Int, target: Target) asy
         case .courierOwnSession: { [courier = clients.courierOwnSession] in try await courier.small($0) }
         case .courierBearer: { [courier = clients.courierBearer] in try await courier.small($0) }
         case .rawBearer: { [raw = clients.rawBearer] in try await raw.small($0) }
+        case .rawEvent: { [raw = clients.raw] in try await raw.event($0) }
+        case .courierEvent: { [courier = clients.courier] in try await courier.event($0) }
+        case .courierCacheHit: { [cached = clients.courierCached] _ in try await cached.cached() }
+        case .dedupWaiters:
+            { [deduplicated = clients.deduplicated] index in
+                // `waiters` identical calls at once: the first runs it, the others wait for its outcome.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<waiters { group.addTask { try await deduplicated.slower(index) } }
+                    try await group.waitForAll()
+                }
+            }
         case .resilient: { [resilient = clients.resilient] in try await resilient.small($0) }
         case .resilientNoDedup: { [resilient = clients.resilientNoDedup] in try await resilient.small($0) }
         }
-    let warmUp = 20
+    // A round of dedup-waiters waits a second for the server: one warms up as well as twenty.
+    let warmUp = client == .dedupWaiters ? 1 : 20
     try await runChunk(count: warmUp, concurrency: 1, firstIndex: 0, operation: operation)
     let switchesBefore = contextSwitches()
     let sample = try await measure {

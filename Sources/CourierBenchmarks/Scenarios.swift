@@ -48,6 +48,8 @@ struct Clients: Sendable {
     let courierBearer: CourierCalls<NetworkClient>
     /// Raw URLSession sending the same `Authorization: Bearer …` as ``resilient``: its like-for-like baseline.
     let rawBearer: RawCalls
+    /// The bare client with a ``ResponseCache`` in memory: `/cached.json` is answered fresh from it.
+    let courierCached: CourierCalls<NetworkClient>
     /// `logged(level: .info).retrying().authenticated(by:).deduplicated()` on the shared session.
     let resilient: CourierCalls<DeduplicatingClient>
     /// `logged(level: .info).retrying().authenticated(by:)` on the shared session.
@@ -70,6 +72,9 @@ struct Clients: Sendable {
                 configuration: NetworkConfiguration(sessionConfiguration: .default, baseURL: target.baseURL)))
         courierBearer = CourierCalls(client: client, headers: ["Authorization": "Bearer " + benchmarkToken])
         rawBearer = RawCalls(session: target.session, base: target.base, authorization: "Bearer " + benchmarkToken)
+        let cachedConfiguration = NetworkConfiguration(session: target.session, baseURL: target.baseURL)
+        cachedConfiguration.responseCache = ResponseCache(memoryCapacity: 1 << 20)
+        courierCached = CourierCalls(client: NetworkClient(configuration: cachedConfiguration))
         let authenticator = BearerTokenAuthenticator(
             token: { benchmarkToken }, refresh: { _ in benchmarkToken })
         let stack = client.logged(level: .info) { [logBytes] entry in logBytes.add(entry.description) }

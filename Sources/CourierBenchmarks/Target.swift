@@ -18,6 +18,14 @@ enum EndpointPath {
     static let slow = "/slow"
     /// How long `/slow` waits before answering.
     static let slowDelay = Duration.milliseconds(50)
+    /// Answers the small object after ``slowerDelay``, and counts the requests it answered (`GET /slower/count`):
+    /// long enough for a thousand identical calls to join one under callgrind (`--profile dedup-waiters`).
+    static let slower = "/slower"
+    static let slowerDelay = Duration.seconds(1)
+    /// The small object with `Cache-Control: max-age=86400`: what a `ResponseCache` serves fresh.
+    static let cached = "/cached.json"
+    /// A `text/event-stream` of one small event, then the end: a stream's opening and reading.
+    static let events = "/events"
 }
 
 /// Where the requests go: the in-process loopback server, or an external server such as nginx.
@@ -70,8 +78,25 @@ struct Target: Sendable {
         let small = Fixtures.small
         let large = Fixtures.large
         let json = [ServerHeader(name: "Content-Type", value: "application/json")]
+        let slowerCount = SlowerCount()
         return try LoopbackServer { request in
             switch (request.method, request.path) {
+            case ("GET", EndpointPath.slower + "/count"):
+                return .respond(status: 200, body: Data(String(slowerCount.value).utf8))
+            case ("GET", EndpointPath.slower):
+                slowerCount.increment()
+                return .respond(status: 200, headers: json, body: small, delay: EndpointPath.slowerDelay)
+            case ("GET", EndpointPath.cached):
+                return .respond(
+                    status: 200, headers: json + [ServerHeader(name: "Cache-Control", value: "max-age=86400")],
+                    body: small)
+            case ("GET", EndpointPath.events):
+                return .respond(
+                    status: 200, headers: [ServerHeader(name: "Content-Type", value: "text/event-stream")],
+                    body: Data("data: ".utf8) + small + Data("\n\n".utf8))
+            default: break
+            }
+            return switch (request.method, request.path) {
             case ("GET", EndpointPath.small): .respond(status: 200, headers: json, body: small)
             case ("GET", EndpointPath.large): .respond(status: 200, headers: json, body: large)
             case ("POST", EndpointPath.post): .respond(status: 200, headers: json, body: small)
@@ -109,5 +134,23 @@ enum BenchmarkError: Error, CustomStringConvertible {
         case .usage(let message): "usage error: \(message) (see --help)"
         case .badResponse(let message): "bad response: \(message)"
         }
+    }
+}
+
+/// The requests `/slower` answered.
+final class SlowerCount: @unchecked Sendable {  // `count` is read and written under `lock` only.
+    private let lock = NSLock()
+    private var count = 0
+
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
+
+    func increment() {
+        lock.lock()
+        count += 1
+        lock.unlock()
     }
 }

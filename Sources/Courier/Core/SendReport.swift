@@ -64,7 +64,7 @@ final class SendReportListener: @unchecked Sendable {
     /// The listener of an enclosing decorator, which receives the same reports.
     let parent: SendReportListener?
     private let lock = NSLock()
-    private var received: SendReport?
+    @exclusivity(unchecked) private var received: SendReport?
 
     /// The innermost listener of the running task; `nil` when no decorator listens.
     @TaskLocal static var current: SendReportListener?

@@ -24,7 +24,8 @@ import FoundationNetworking
 /// It also carries the opening: ``awaitOpening()`` returns the head once the stream's sink accepted it, or how the
 /// exchange ended without opening (an error status with its body, a redirect to follow, a failure).
 // Every stored `var` is read and written only while `condition` (an NSCondition) is locked; a producer that must be
-// held back waits on it. Continuations are resumed after it is unlocked.
+// held back waits on it. Continuations are resumed after it is unlocked. The vars are `@exclusivity(unchecked)`: the
+// lock already excludes overlapping access, and the run-time check costs about 100 instructions per access.
 final class StreamChannel: @unchecked Sendable {
     /// How a connection's exchange ended without opening a stream, or that it opened.
     enum Opening: Sendable {
@@ -44,33 +45,33 @@ final class StreamChannel: @unchecked Sendable {
     private let mayHoldTransport: @Sendable () -> Bool
 
     private let condition = NSCondition()
-    private var pieces: [Data] = []
-    private var first = 0
-    private var buffered = 0
+    @exclusivity(unchecked) private var pieces: [Data] = []
+    @exclusivity(unchecked) private var first = 0
+    @exclusivity(unchecked) private var buffered = 0
     /// Body bytes received over the connection.
-    private var received: Int64 = 0
+    @exclusivity(unchecked) private var received: Int64 = 0
     /// How the body ended: `nil` while it goes on; `.success` when it ended whole.
-    private var end: Result<Void, any Error>?
-    private var cancelled = false
+    @exclusivity(unchecked) private var end: Result<Void, any Error>?
+    @exclusivity(unchecked) private var cancelled = false
     /// Bumped each time the reader takes a piece or reports an item (``noteProgress()``).
-    private var readerProgress: UInt64 = 0
+    @exclusivity(unchecked) private var readerProgress: UInt64 = 0
     /// The items the reader handed out from this connection.
-    private var items = 0
+    @exclusivity(unchecked) private var items = 0
     /// Set when a hold passed without any progress of the reader; cleared when it reads again.
-    private var readerStalled = false
+    @exclusivity(unchecked) private var readerStalled = false
     /// Whether a producer waits for the reader's next progress (a stalled reader a whole backlog behind).
-    private var producerWaitsForProgress = false
-    private var reader: CheckedContinuation<Data?, any Error>?
-    private var roomWaiter: CheckedContinuation<Bool, Never>?
-    private var opening: Opening?
-    private var openingWaiter: CheckedContinuation<Opening, Never>?
+    @exclusivity(unchecked) private var producerWaitsForProgress = false
+    @exclusivity(unchecked) private var reader: CheckedContinuation<Data?, any Error>?
+    @exclusivity(unchecked) private var roomWaiter: CheckedContinuation<Bool, Never>?
+    @exclusivity(unchecked) private var opening: Opening?
+    @exclusivity(unchecked) private var openingWaiter: CheckedContinuation<Opening, Never>?
     /// Stops the transfer (the exchange), once, when the reader goes away.
-    private var stopTransfer: (@Sendable () -> Void)?
+    @exclusivity(unchecked) private var stopTransfer: (@Sendable () -> Void)?
 
     /// How many channels may hold their transport's thread now: created and not yet ended or cancelled.
     private static let live = Locked(0)
     /// Whether this channel still counts in ``live``.
-    private var isLive = true
+    @exclusivity(unchecked) private var isLive = true
 
     /// Whether some stream's transport may be held now (see ``write(_:)``). On Linux every `URLSession` shares the
     /// thread a held delegate callback blocks, and creating or resuming a task waits for that thread: while this is
