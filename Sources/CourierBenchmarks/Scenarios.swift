@@ -187,6 +187,25 @@ func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> 
         }
         result.append(Comparison(scenario: "small GET", contenders: contenders))
     }
+    // The recommended stack against raw URLSession sending the same bearer token: like for like.
+    let rawBearer = clients.rawBearer
+    let resilient = clients.resilient
+    for concurrency in [1, 16] {
+        result.append(
+            Comparison(
+                scenario: "small GET with a bearer token",
+                contenders: [
+                    Contender(client: "raw URLSession", concurrency: concurrency, requestsPerChunk: plan.smallChunk) {
+                        try await rawBearer.small($0)
+                    },
+                    Contender(
+                        client: "Courier .logged().retrying().authenticated(by:).deduplicated()",
+                        concurrency: concurrency, requestsPerChunk: plan.smallChunk
+                    ) {
+                        try await resilient.small($0)
+                    },
+                ]))
+    }
     // What a user gets from `NetworkConfiguration(sessionConfiguration:)`: each side on its own `.default` session.
     let rawOwn = clients.rawOwnSession
     let courierOwn = clients.courierOwnSession
