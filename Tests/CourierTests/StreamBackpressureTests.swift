@@ -191,6 +191,24 @@ struct StreamChannelTests {
         }
     }
 
+    @Test("A call that starts while a producer holds lets it go at once: the producer asks again and stops holding")
+    func startingCallWakesHolder() async throws {
+        let alone = Locked(true)
+        let channel = StreamChannel(
+            capacity: 16 * 1_024, backlog: 1 << 20, hold: 30, mayHoldTransport: { alone.withLock { $0 } })
+        let producer = produce(channel, pieces: 10, size: 16 * 1_024)
+        // The reader reads nothing: the producer holds on the full buffer (30 s holds).
+        #expect(await eventually { StreamChannel.mayHoldTransports })
+        alone.withLock { $0 = false }
+        StreamChannel.wakeHolders()
+        let ended = await firstWithin(promptly) { await producer.value }
+        guard case .success? = ended else {
+            Issue.record("the producer was still held: \(String(describing: ended))")
+            return
+        }
+        #expect(channel.bufferedBytes == 10 * 16 * 1_024)
+    }
+
     @Test("The reader leaving wakes a held producer at once, which then fails with CancellationError")
     func readerLeaves() async throws {
         let channel = StreamChannel(capacity: 16 * 1_024, backlog: 1 << 20, hold: 30, mayHoldTransport: { true })

@@ -103,6 +103,98 @@ struct StreamCompositionTests {
         #expect(failures.all.last?.errorCase?.hasPrefix("transportFailed") == true)
     }
 
+    @Test("A stream dropped unread through logged() closes its connection and logs its end")
+    func loggedUnreadStreamCloses() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let server = try heldStream(gate)
+        let collector = LogCollector()
+        do {
+            let response = try await server.client().logged(to: collector.sink).run(EventsRequest(method: .get))
+            #expect(response.statusCode == 200)
+        }
+        #expect(await server.waitUntil(timeout: .seconds(1)) { $0.clientClosedCount == 1 })
+        #expect(await eventually { collector.all.count == 2 })
+        guard case .ended(let summary)? = collector.all.last?.stream else {
+            Issue.record("no end entry")
+            return
+        }
+        #expect(summary.endedByReader && summary.items == 0)
+    }
+
+    @Test("A session with a delegate of its own cannot stream: invalidRequest, nothing sent")
+    func callerSessionRefusesStreams() async throws {
+        final class OwnDelegate: NSObject, URLSessionDataDelegate, Sendable {}
+        let server = try eventServer(pieces: [Data("data: a\n\n".utf8)])
+        let session = URLSession(configuration: .ephemeral, delegate: OwnDelegate(), delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let client = NetworkClient(configuration: NetworkConfiguration(session: session, baseURL: server.baseURL))
+        let error = await #expect(throws: NetworkClientError.self) {
+            _ = try await client.run(EventsRequest(method: .get))
+        }
+        guard case .invalidRequest(let reason)? = error else {
+            Issue.record("expected invalidRequest, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("session Courier drives"))
+        #expect(server.requestCount == 0)
+    }
+
+    @Test("Cancelling the reading task ends the loop even while read pieces wait, and closes the connection")
+    func cancelWhileBuffered() async throws {
+        let server = try LoopbackServer { _ in
+            .writer(headers: [ServerHeader(name: "Content-Type", value: "text/event-stream")]) { writer in
+                let burst = Data(String(repeating: "data: x\n\n", count: 10_000).utf8)
+                while writer.send(burst), writer.wait(.milliseconds(1)) {}
+                return .close
+            }
+        }
+        let client = server.client()
+        let reading = Locked(0)
+        let reader = Task {
+            for try await _ in try await client.run(EventsRequest(method: .get)).value {
+                reading.withLock { $0 += 1 }
+            }
+        }
+        #expect(await eventually { reading.withLock { $0 } > 1_000 })
+        reader.cancel()
+        let ended = await firstWithin(promptly) { await reader.result }
+        guard case .failure(let error)? = ended else {
+            Issue.record("the loop did not end: \(String(describing: ended))")
+            return
+        }
+        #expect(error is CancellationError)
+        #expect(await server.waitUntil(timeout: promptly) { $0.clientClosedCount == 1 })
+    }
+
+    @Test("A transport waiting for a slow reader's room is let go when the deadline passes")
+    func deadlineReleasesAWaitingTransport() async throws {
+        // 4.5 MB of lines in 400 pieces: far more than the reader's buffer holds.
+        let body = Data(String(repeating: "{\"id\":1}\n", count: 500_000).utf8)
+        let transport = InMemoryTransport { _ in
+            InMemoryTransport.Response(headers: ["Content-Type": "application/x-ndjson"], body: body, pieces: 400)
+        }
+        let client = NetworkClient(
+            configuration: NetworkConfiguration(transport: transport, baseURL: URL(string: "https://api.test")!))
+        let request = NetworkRequest<VoidRequest, JSONLines<StreamingTests.Row>>(
+            path: "/rows", method: .get, totalTimeout: 3)
+        var iterator = try await client.run(request).value.makeAsyncIterator()
+        _ = try await iterator.next()
+        // The reader stops reading; the transport fills the buffer and waits for room; the deadline passes.
+        try await Task.sleep(for: .seconds(4))
+        var failure: (any Error)?
+        do {
+            while try await iterator.next() != nil {}
+        } catch {
+            failure = error
+        }
+        guard case NetworkClientError.transportFailed(let urlError)? = failure else {
+            Issue.record("expected the deadline's timeout, got \(String(describing: failure))")
+            return
+        }
+        #expect(urlError.code == .timedOut)
+    }
+
     @Test("retrying() retries the opening (a 503), never a stream that opened and then dropped")
     func retryingOpensOnly() async throws {
         let server = try countingServer { index, _ in

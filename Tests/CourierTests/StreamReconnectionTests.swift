@@ -145,3 +145,38 @@ struct StreamReconnectionTests {
         #expect(server.recordedRequests.count == 1)
     }
 }
+
+@Suite("Stream reconnection limits")
+struct StreamReconnectionLimitTests {
+    @Test("A 204 on the first connection ends the sequence: nothing is sent again")
+    func noContentFirst() async throws {
+        let server = try countingServer { _, _ in .respond(status: 204) }
+        let received = try await events(
+            server.client(),
+            EventsRequest(method: .get, reconnection: StreamReconnection(maxAttempts: 5, initialDelay: 0.01)))
+        #expect(received.isEmpty)
+        #expect(server.recordedRequests.count == 1)
+    }
+
+    @Test("The request's totalTimeout bounds the wait before a reconnection: the sequence ends with it")
+    func totalTimeoutBoundsTheWait() async throws {
+        let server = try countingServer { _, _ in events("retry: 30000\ndata: a\n\n") }
+        let request = EventsRequest(
+            method: .get, totalTimeout: 1, reconnection: StreamReconnection(maxAttempts: 5, initialDelay: 0.01))
+        let clock = ContinuousClock()
+        let start = clock.now
+        var received: [ServerSentEvent] = []
+        let error = await #expect(throws: NetworkClientError.self) {
+            for try await event in try await server.client().run(request).value { received.append(event) }
+        }
+        #expect(received == [ServerSentEvent(data: "a")])
+        guard case .transportFailed(let failure)? = error else {
+            Issue.record("expected a timeout, got \(String(describing: error))")
+            return
+        }
+        #expect(failure.code == .timedOut)
+        // Not the server's 30 s retry.
+        #expect(clock.now - start < .seconds(15))
+        #expect(server.recordedRequests.count == 1)
+    }
+}

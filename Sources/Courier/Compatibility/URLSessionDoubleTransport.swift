@@ -6,16 +6,16 @@ import FoundationNetworking
 
 /// A MicroClient 0.0.16+ ``URLSessionProtocol`` test double, adapted onto the transport seam: each exchange's request
 /// (interceptors applied) goes to the double's `data(for:delegate:)`, and its answer is the response. Courier's rules
-/// hold above it as for any transport: the size limit, redirects, the deadline. A file upload or a download fails with
-/// ``NetworkClientError/invalidRequest(reason:)``: a double answers in memory.
+/// hold above it as for any transport: the size limit, redirects, the deadline. A file upload, a download or a
+/// streamed response fails with ``NetworkClientError/invalidRequest(reason:)``: a double answers in memory, whole.
 struct URLSessionDoubleTransport: HTTPTransport {
     let double: any URLSessionProtocol
 
     func send(_ exchange: HTTPExchange) async throws {
         let sendsFile = if case .file = exchange.body { true } else { false }
-        if sendsFile || exchange.prefersFileBody {
+        if sendsFile || exchange.prefersFileBody || exchange.isStream {
             throw NetworkClientError.invalidRequest(
-                reason: "a URLSessionProtocol double sends in-memory bodies only, not file uploads or downloads")
+                reason: "a URLSessionProtocol double answers in memory, whole: not file uploads, downloads or streams")
         }
         // The double runs in a task of its own, so that a stop (the deadline) ends the wait for it at once.
         let work = Task { [double, request = exchange.request] in try await double.data(for: request, delegate: nil) }

@@ -83,7 +83,7 @@ public final class NetworkClient: NetworkClientProtocol {
             if let stream, let channel = file as? StreamChannel {
                 let value = stream.init(
                     reading: streamSource(
-                        channel, of: networkRequest, kind: stream, settings: settings, deadline: deadline,
+                        channel, head: sent.head, of: networkRequest, kind: stream, deadline: deadline,
                         began: meter.startUptime))
                 return NetworkResponse(
                     value: value as! ResponseModel, response: sent.head, data: Data(), metrics: meter.finished())
@@ -192,9 +192,8 @@ public final class NetworkClient: NetworkClientProtocol {
     /// reconnects, with a ``StreamReconnection``) how to open it again with `Last-Event-ID`, through this client,
     /// interceptors included, under the same deadline.
     private func streamSource<RequestModel, ResponseModel>(
-        _ channel: StreamChannel, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
-        kind: any StreamResponseKind.Type, settings: NetworkConfiguration.Settings, deadline: DispatchTime?,
-        began: UInt64
+        _ channel: StreamChannel, head: HTTPURLResponse, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
+        kind: any StreamResponseKind.Type, deadline: DispatchTime?, began: UInt64
     ) -> StreamSource {
         let reconnection = kind.reconnects && networkRequest.method == .get ? networkRequest.reconnection : nil
         var reopen: StreamSource.Reopen?
@@ -204,7 +203,7 @@ public final class NetworkClient: NetworkClientProtocol {
             }
         }
         return StreamSource(
-            connection: channel,
+            connection: channel, status: head.statusCode,
             maximumItemSize: networkRequest.maximumStreamItemSize ?? StreamDefaults.maximumItemSize,
             decoder: networkRequest.decoder ?? configuration.defaultDecoder, began: began,
             reconnection: reconnection, deadline: deadline, reopen: reopen)

@@ -106,10 +106,13 @@ public final class LoggingClient: NetworkClientProtocol {
             log(
                 networkRequest, report, start: start, status: response.statusCode, response: head, data: nil,
                 error: nil, metrics: response.metrics, stream: .opened)
+            // Never the response itself: it holds the stream, which holds this observer, and a stream nobody keeps
+            // must go away (that closes its connection).
+            let (status, metrics) = (response.statusCode, response.metrics)
             source.onEnd { [self] summary, error in
                 log(
-                    networkRequest, report, start: start, status: response.statusCode, response: nil, data: nil,
-                    error: error, metrics: response.metrics, stream: .ended(summary))
+                    networkRequest, report, start: start, status: status, response: nil, data: nil, error: error,
+                    metrics: metrics, stream: .ended(summary))
             }
             return response
         } catch {

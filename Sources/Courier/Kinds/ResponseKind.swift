@@ -24,6 +24,9 @@ protocol ResponseKind: Sendable {
     /// The `Accept` header field a request sends for this kind unless it names its own; `application/json` by
     /// default.
     static var accept: String { get }
+    /// This kind's stream rules when it is a stream; `nil` by default. (A second cast would cost a conformance
+    /// lookup on every call.)
+    static var streamKind: (any StreamResponseKind.Type)? { get }
     /// What ``StubNetworkClient`` answers for a canned body of an accepted status; ``decoded(from:decoder:)`` by
     /// default.
     static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self
@@ -38,6 +41,8 @@ extension ResponseKind {
     static var isFile: Bool { false }
 
     static var accept: String { defaultAccept }
+
+    static var streamKind: (any StreamResponseKind.Type)? { nil }
 
     static func sink(
         request: inout URLRequest, first: URLRequest, destination: URL?, acceptable: Set<Int>?, scope: UInt64
@@ -131,7 +136,7 @@ enum ResponseKinds {
     /// What `type` is.
     static func facts<ResponseModel>(_ type: ResponseModel.Type) -> Facts {
         let kind = type as? any ResponseKind.Type
-        return Facts(kind: kind, stream: kind.flatMap { $0 as? any StreamResponseKind.Type })
+        return Facts(kind: kind, stream: kind?.streamKind)
     }
 
     /// Whether `status` counts as success: in `acceptable` when given, else in ``defaultAcceptableStatusCodes``.
@@ -146,7 +151,7 @@ enum ResponseKinds {
 
     /// The rules of `type` when it is a stream (``ServerSentEvents``, ``JSONLines``, ``ByteStream``); `nil` otherwise.
     static func stream<ResponseModel>(_ type: ResponseModel.Type) -> (any StreamResponseKind.Type)? {
-        type as? any StreamResponseKind.Type
+        (type as? any ResponseKind.Type)?.streamKind
     }
 
     /// Whether `type` is a stream: never shared, cached or stored in an outbox.

@@ -15,8 +15,8 @@ func makeDrivenSession(_ configuration: URLSessionConfiguration, delegate: Sessi
     #endif
 }
 
-/// Runs `work`, which creates and resumes a `URLSessionTask`: at once, or on Linux while a stream's reader may hold
-/// corelibs' shared work queue (``StreamChannel/mayHoldTransports``), on a dispatch queue instead.
+/// Runs `work`, which creates and resumes a `URLSessionTask`: at once, or on Linux while a stream holds corelibs'
+/// shared work queue for its reader (``StreamChannel/mayHoldTransports``), on a dispatch queue instead.
 ///
 /// corelibs creates and resumes a task with a `dispatch_sync` onto the work queue that every session in the process
 /// shares. A delegate callback held there for a slow stream reader (see ``StreamChannel``) then blocks the caller's

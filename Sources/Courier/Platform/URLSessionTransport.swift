@@ -35,6 +35,8 @@ struct CallerSessionTransport: HTTPTransport {
     let session: URLSession
 
     func send(_ exchange: HTTPExchange) async throws {
+        // A completion handler gets the body whole, at the end: a stream would wait for a feed that never ends.
+        if exchange.isStream { throw Self.noStreams }
         let call = CompletionCall(exchange: exchange)
         let session = session
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -44,6 +46,13 @@ struct CallerSessionTransport: HTTPTransport {
         }
         if let (head, file) = call.takeDownload() { try Self.feed(file, head: head, to: exchange) }
     }
+
+    /// Why a stream cannot be read through a caller's session.
+    static let noStreams = NetworkClientError.invalidRequest(
+        reason:
+            "a streamed response (ServerSentEvents, JSONLines, ByteStream) is read through a session Courier drives: "
+            + "use NetworkConfiguration(baseURL:) or NetworkConfiguration(sessionConfiguration:baseURL:), not a "
+            + "session with a delegate of its own")
 
     /// Creates and resumes the task of `exchange` on `session`, reporting to `call`.
     private static func start(
@@ -143,6 +152,7 @@ final class TransportCall: Sendable {
     /// ``didNotStart()``.
     static func willStart() {
         running.withLock { $0 += 1 }
+        StreamChannel.wakeHolders()
     }
 
     /// The task announced by ``willStart()`` could not be created.

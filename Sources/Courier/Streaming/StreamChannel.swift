@@ -15,11 +15,12 @@ import FoundationNetworking
 /// - A transport that cannot wait hands pieces from a callback: Courier's `URLSession` delegate. There ``write(_:)``
 ///   holds the callback's thread while the buffer is full and the reader reads, ``StreamDefaults/maximumHold`` at a
 ///   time, which holds libcurl back; but only while no other of Courier's `URLSession` calls is in flight
-///   (`mayHoldTransport`): on Linux every session in the process shares that thread, and holding it would hold them all.
-///   A reader that takes nothing for a whole hold is not waited for until it reads again. Without holding, pieces are
-///   buffered up to ``StreamDefaults/maximumBacklog`` more; there a stalled reader gets ``StreamDefaults/maximumStall``
-///   to read again, and then the stream ends with ``NetworkClientError/responseTooLarge(limit:)``. Memory stays bounded
-///   either way.
+///   (`mayHoldTransport`, asked again at every wake-up, and a call that starts wakes the holders:
+///   ``wakeHolders()``): on Linux every session in the process shares that thread, and holding it would hold them
+///   all. A reader that takes nothing for a whole hold is not waited for until it reads again. Without holding,
+///   pieces are buffered up to ``StreamDefaults/maximumBacklog`` more, and then the stream ends with
+///   ``NetworkClientError/responseTooLarge(limit:)`` (a transport that runs alone first gives a stalled reader
+///   ``StreamDefaults/maximumStall`` to read again). Memory stays bounded either way.
 ///
 /// It also carries the opening: ``awaitOpening()`` returns the head once the stream's sink accepted it, or how the
 /// exchange ended without opening (an error status with its body, a redirect to follow, a failure).
@@ -68,16 +69,28 @@ final class StreamChannel: @unchecked Sendable {
     /// Stops the transfer (the exchange), once, when the reader goes away.
     @exclusivity(unchecked) private var stopTransfer: (@Sendable () -> Void)?
 
-    /// How many channels may hold their transport's thread now: created and not yet ended or cancelled.
-    private static let live = Locked(0)
-    /// Whether this channel still counts in ``live``.
-    @exclusivity(unchecked) private var isLive = true
+    /// The channels that hold, or are about to hold, their transport's thread: told to look again when another call
+    /// starts (``wakeHolders()``).
+    private static let holders = Locked([ObjectIdentifier: StreamChannel]())
+    /// Set once the transport must not wait for room any more (its exchange stopped, or its task was cancelled).
+    @exclusivity(unchecked) private var producerReleased = false
 
-    /// Whether some stream's transport may be held now (see ``write(_:)``). On Linux every `URLSession` shares the
+    /// Whether a stream holds its transport's thread now (see ``write(_:)``). On Linux every `URLSession` shares the
     /// thread a held delegate callback blocks, and creating or resuming a task waits for that thread: while this is
     /// `true`, Courier does that work off the cooperative pool, whose few threads the stream's reader needs.
     static var mayHoldTransports: Bool {
-        live.withLock { $0 > 0 }
+        holders.withLock { !$0.isEmpty }
+    }
+
+    /// Another call is starting: every holding stream looks again whether it may still hold (it lets go), now rather
+    /// than at the end of its current hold.
+    static func wakeHolders() {
+        let holding = holders.withLock { $0.isEmpty ? [] : Array($0.values) }
+        for channel in holding {
+            channel.condition.lock()
+            channel.condition.broadcast()
+            channel.condition.unlock()
+        }
     }
 
     init(
@@ -90,17 +103,6 @@ final class StreamChannel: @unchecked Sendable {
         self.backlog = max(0, backlog)
         self.hold = max(0, hold)
         self.stall = max(0, stall)
-        Self.live.withLock { $0 += 1 }
-    }
-
-    deinit {
-        if isLive { Self.live.withLock { $0 -= 1 } }
-    }
-
-    /// Under the lock: this channel no longer holds its transport; returns whether it still counted.
-    private func leaveLive() -> Bool {
-        defer { isLive = false }
-        return isLive
     }
 
     /// A channel that already holds all of `body` and has ended: a canned stream (``StubNetworkClient``).
@@ -110,7 +112,6 @@ final class StreamChannel: @unchecked Sendable {
         channel.buffered = channel.pieces.reduce(0) { $0 + $1.count }
         channel.received = Int64(channel.buffered)
         channel.end = .success(())
-        if channel.leaveLive() { live.withLock { $0 -= 1 } }
         return channel
     }
 
@@ -150,11 +151,21 @@ final class StreamChannel: @unchecked Sendable {
     /// - Throws: `CancellationError` when the reader went away; ``NetworkClientError/responseTooLarge(limit:)`` when
     ///   the reader is ``backlog`` bytes past the capacity behind and read nothing for ``stall``.
     func write(_ piece: Data) throws -> Int64 {
-        // Holding the transport's thread is only for a transfer that has it to itself (see `mayHoldTransport`).
-        let mayHold = hold > 0 && mayHoldTransport()
         condition.lock()
-        while !cancelled && mayHold {
+        // Registered before it asks whether it may hold, so that a call starting meanwhile either is seen by that
+        // question or wakes this channel to ask again (``wakeHolders()``).
+        var registered = false
+        func register() {
+            guard !registered else { return }
+            registered = true
+            Self.holders.withLock { $0[ObjectIdentifier(self)] = self }
+        }
+        defer { if registered { Self.holders.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(self)) } } }
+        while !cancelled && hold > 0 {
             if buffered >= capacity && !readerStalled {
+                register()
+                // Asked again at every wake-up: another call that started lets the thread go at once.
+                guard mayHoldTransport() else { break }
                 let before = readerProgress
                 if !condition.wait(until: Date(timeIntervalSinceNow: hold)) && readerProgress == before {
                     // A whole hold without the reader taking a piece or an item: it is busy elsewhere (perhaps
@@ -162,12 +173,16 @@ final class StreamChannel: @unchecked Sendable {
                     readerStalled = true
                 }
             } else if buffered + piece.count > capacity + backlog && buffered > 0 {
+                register()
+                // Beside other calls nothing waits: the stream ends below.
+                guard mayHoldTransport() else { break }
                 // The stalled reader is the whole backlog behind: one last wait for it to read (a reader starved of
                 // the processor for a moment), then the stream ends, so that memory stays bounded.
                 let before = readerProgress
                 let until = Date(timeIntervalSinceNow: stall)
                 producerWaitsForProgress = true
-                while readerProgress == before && !cancelled && condition.wait(until: until) {}
+                // Another call starting ends the wait at once (``wakeHolders()``): beside it nothing waits.
+                while readerProgress == before && !cancelled && condition.wait(until: until) && mayHoldTransport() {}
                 producerWaitsForProgress = false
                 guard readerProgress != before || cancelled else {
                     condition.unlock()
@@ -181,7 +196,7 @@ final class StreamChannel: @unchecked Sendable {
             condition.unlock()
             throw CancellationError()
         }
-        if !mayHold && buffered + piece.count > capacity + backlog && buffered > 0 {
+        if buffered + piece.count > capacity + backlog && buffered > 0 {
             condition.unlock()
             throw NetworkClientError.responseTooLarge(limit: capacity + backlog)
         }
@@ -207,8 +222,8 @@ final class StreamChannel: @unchecked Sendable {
     func readyForMore() async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             condition.lock()
-            if buffered < capacity || cancelled || end != nil {
-                let proceed = !cancelled
+            if buffered < capacity || cancelled || end != nil || producerReleased {
+                let proceed = !cancelled && !producerReleased
                 condition.unlock()
                 continuation.resume(returning: proceed)
             } else {
@@ -218,20 +233,28 @@ final class StreamChannel: @unchecked Sendable {
         }
     }
 
+    /// The transport must not wait for room any more: its exchange stopped, or its task was cancelled.
+    func releaseProducer() {
+        condition.lock()
+        producerReleased = true
+        let roomWaiter = self.roomWaiter
+        self.roomWaiter = nil
+        condition.unlock()
+        roomWaiter?.resume(returning: false)
+    }
+
     /// The exchange ended: how the transport's work ended for the reader, and (when the head was never accepted) how
     /// the exchange ended for the caller still waiting in ``awaitOpening()``.
     func transportEnded(_ outcome: TransferStateMachine.Outcome, as result: Result<Void, any Error>) {
         condition.lock()
         if end == nil { end = result }
         stopTransfer = nil
-        let wasLive = leaveLive()
         let reader = buffered == 0 ? self.reader : nil
         if reader != nil { self.reader = nil }
         let roomWaiter = self.roomWaiter
         self.roomWaiter = nil
         condition.broadcast()
         condition.unlock()
-        if wasLive { Self.live.withLock { $0 -= 1 } }
         roomWaiter?.resume(returning: false)
         if let reader { reader.resume(with: result.map { nil }) }
         settleOpening(.ended(outcome))
@@ -257,6 +280,11 @@ final class StreamChannel: @unchecked Sendable {
     /// - Throws: How the body ended when it did not end whole; `CancellationError` when the reading task is cancelled
     ///   (the transfer is stopped then) or the reader went away.
     func next() async throws -> Data? {
+        // A reader cancelled while pieces wait would otherwise read on, never suspending to hear of it.
+        if Task.isCancelled {
+            cancel()
+            throw CancellationError()
+        }
         if let ready = try takeNow() { return ready.piece }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data?, any Error>) in
@@ -311,10 +339,8 @@ final class StreamChannel: @unchecked Sendable {
         self.reader = nil
         let roomWaiter = self.roomWaiter
         self.roomWaiter = nil
-        let wasLive = leaveLive()
         condition.broadcast()
         condition.unlock()
-        if wasLive { Self.live.withLock { $0 -= 1 } }
         roomWaiter?.resume(returning: false)
         reader?.resume(throwing: CancellationError())
         stop?()

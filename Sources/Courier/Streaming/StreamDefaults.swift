@@ -17,14 +17,17 @@ public enum StreamDefaults {
     public static let bufferCapacity = 1 << 20
 
     /// How long a transport that cannot pause reading (Courier's `URLSession` delegate) is held, at a time, while the
-    /// buffer is full and the reader reads: 100 ms. A reader that takes nothing for a whole hold is taken to be busy
-    /// elsewhere, and the transport goes on without it until it reads again (see ``maximumBacklog``).
+    /// buffer is full and the reader reads: 100 ms. Only while no other call of Courier's is in flight: on Linux every
+    /// session in the process shares the thread that a hold blocks (one that starts lets the hold go at once). A
+    /// reader that takes nothing for a whole hold is taken to be busy elsewhere, and the transport goes on without it
+    /// until it reads again (see ``maximumBacklog``).
     public static let maximumHold: TimeInterval = 0.1
 
-    /// How far past ``bufferCapacity`` a reader that stopped reading may fall behind a transport that cannot pause:
-    /// 16 MiB. There the transport is held once more, for ``maximumStall``; a reader that still reads nothing ends the
-    /// sequence with ``NetworkClientError/responseTooLarge(limit:)`` (whose limit is the sum of the capacity and the
-    /// backlog) and the transfer stops: memory stays bounded whatever the reader does.
+    /// How far past ``bufferCapacity`` a reader may fall behind a transport that cannot pause and is not held (beside
+    /// other calls, or after the reader stalled): 16 MiB. Past it the sequence ends with
+    /// ``NetworkClientError/responseTooLarge(limit:)`` (whose limit is the sum of the capacity and the backlog) and
+    /// the transfer stops: memory stays bounded whatever the reader does. When the transport runs alone it is held
+    /// once more there, for ``maximumStall``, before that.
     public static let maximumBacklog = 16 << 20
 
     /// How long a reader that stopped reading, a whole ``maximumBacklog`` behind, has to read again before its stream

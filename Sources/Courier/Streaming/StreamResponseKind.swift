@@ -20,6 +20,8 @@ protocol StreamResponseKind: ResponseKind {
 }
 
 extension StreamResponseKind {
+    static var streamKind: (any StreamResponseKind.Type)? { Self.self }
+
     static var reconnects: Bool { false }
 
     static func refusal(of head: HTTPURLResponse) -> NetworkClientError? { nil }

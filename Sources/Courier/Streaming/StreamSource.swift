@@ -59,6 +59,8 @@ final class StreamSource: Sendable {
 
     private struct State: Sendable {
         var channel: StreamChannel
+        /// The status of the current connection's head: a `204` asks not to reconnect.
+        var status: Int
         var iterated = false
         /// Items and bytes of the connections before the current one (each channel counts its own).
         var earlierItems = 0
@@ -73,7 +75,7 @@ final class StreamSource: Sendable {
     private let state: Locked<State>
 
     init(
-        connection: StreamChannel, maximumItemSize: Int, decoder: JSONDecoder, began: UInt64,
+        connection: StreamChannel, status: Int = 200, maximumItemSize: Int, decoder: JSONDecoder, began: UInt64,
         reconnection: StreamReconnection? = nil, deadline: DispatchTime? = nil, reopen: Reopen? = nil,
         sleep: @escaping @Sendable (TimeInterval) async throws -> Void = StreamSource.liveSleep
     ) {
@@ -84,7 +86,7 @@ final class StreamSource: Sendable {
         self.deadline = deadline
         self.reopen = reconnection == nil ? nil : reopen
         self.sleep = sleep
-        self.state = Locked(State(channel: connection))
+        self.state = Locked(State(channel: connection, status: status))
     }
 
     deinit {
@@ -124,7 +126,8 @@ final class StreamSource: Sendable {
     ///   does not reconnect, the last failure after ``StreamReconnection/maxAttempts`` in a row, what stops a
     ///   reconnection at once (a status outside the acceptable ones, a wrong `Content-Type`), or `CancellationError`.
     func reconnect(after error: (any Error)?, resumption: StreamResumption) async throws -> Bool {
-        guard let reconnection, let reopen else {
+        // No policy, or a 204 (No Content: the server asks not to reconnect).
+        guard let reconnection, let reopen, state.withLock({ $0.status }) != 204 else {
             if let error { throw error }
             return false
         }
@@ -135,11 +138,20 @@ final class StreamSource: Sendable {
         }
         var lastError = error
         while true {
-            guard failures < reconnection.maxAttempts, !deadlinePassed else {
+            guard failures < reconnection.maxAttempts else {
                 if let lastError { throw lastError }
                 return false
             }
-            try await sleep(delay(reconnection, retry: resumption.retry, failures: failures))
+            let wait = delay(reconnection, retry: resumption.retry, failures: failures)
+            if let deadline {
+                // Never past the request's total timeout: the sequence ends with it.
+                let left = Double(Int64(bitPattern: deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds))
+                if left / 1e9 <= wait {
+                    if left > 0 { try await sleep(left / 1e9) }
+                    throw NetworkClient.wrapped(NetworkClient.timeout, url: nil)
+                }
+            }
+            try await sleep(wait)
             try Task.checkCancellation()
             do {
                 let connection = try await reopen(resumption.lastEventID.isEmpty ? nil : resumption.lastEventID)
@@ -149,6 +161,7 @@ final class StreamSource: Sendable {
                     state.earlierBytes += old.bytesReceived
                     state.earlierItems += old.itemsRead
                     state.channel = connection.channel
+                    state.status = connection.head.statusCode
                     state.reconnections += 1
                     return old
                 }
@@ -167,10 +180,6 @@ final class StreamSource: Sendable {
                 }
             }
         }
-    }
-
-    private var deadlinePassed: Bool {
-        deadline.map { DispatchTime.now() >= $0 } ?? false
     }
 
     /// The wait before the next connection: the server's `retry` as it is, else `initialDelay` jittered between half

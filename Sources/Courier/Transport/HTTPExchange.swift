@@ -125,7 +125,13 @@ public final class HTTPExchange: Sendable {
     /// for a bounded time (see ``StreamDefaults``).
     public func readyForMore() async -> Bool {
         guard let stream else { return !isStopped }
-        return await stream.readyForMore() && !isStopped
+        // A stop (the deadline, the caller's cancellation) or the transport's own cancellation ends the wait at once.
+        let ready = await withTaskCancellationHandler {
+            await stream.readyForMore()
+        } onCancel: {
+            stream.releaseProducer()
+        }
+        return ready && !isStopped
     }
 
     /// Request body bytes went out: `totalBytes` so far, of `expected` when the transport knows it.
@@ -252,7 +258,10 @@ public final class HTTPExchange: Sendable {
     }
 
     /// Whether the body goes to a file (a download): a transport that can land a body in a file first may do so.
-    var prefersFileBody: Bool { state.withLock { $0.machine.mode == .sink } }
+    var prefersFileBody: Bool { stream == nil && state.withLock { $0.machine.mode == .sink } }
+
+    /// Whether the body is a stream's, read as it arrives (``ServerSentEvents``, ``JSONLines``, ``ByteStream``).
+    var isStream: Bool { stream != nil }
 
     /// Whether a response head arrived and the exchange still goes on.
     var hasHead: Bool {
@@ -355,6 +364,8 @@ public final class HTTPExchange: Sendable {
             defer { (state.stopObserver, state.stopHandlers) = (nil, []) }
             return (state.stopObserver, state.stopHandlers)
         }
+        // A transport waiting in readyForMore() goes on, to find the exchange stopped.
+        stream?.releaseProducer()
         observer?.exchangeStopped()
         for handler in handlers { handler() }
     }
