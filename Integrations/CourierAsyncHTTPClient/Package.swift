@@ -14,7 +14,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
-        // Tests only: a private certificate authority made in the test.
+        // Tests and the benchmark only: a private certificate authority made in the process.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
@@ -33,7 +33,8 @@ let package = Package(
             ]
         ),
         // `swift run -c release CourierAHCBenchmarks`: Courier over AsyncHTTPClient against raw AsyncHTTPClient and
-        // Courier over URLSession, on loopback. Not a product.
+        // Courier over URLSession, on loopback, over HTTP and HTTPS (a private CA made in the process, as in the
+        // tests). Not a product.
         .executableTarget(
             name: "CourierAHCBenchmarks",
             dependencies: [
@@ -44,6 +45,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
