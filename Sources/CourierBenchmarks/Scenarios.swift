@@ -187,40 +187,39 @@ func comparisons(_ clients: Clients, plan: Plan, availability: Availability) -> 
         }
         result.append(Comparison(scenario: "small GET", contenders: contenders))
     }
+    /// Raw URLSession against one Courier client, small GETs at `concurrency`.
+    func smallPair(
+        _ scenario: String, _ client: String, concurrency: Int, raw: RawCalls,
+        courier: @escaping @Sendable (Int) async throws -> Void
+    ) -> Comparison {
+        Comparison(
+            scenario: scenario,
+            contenders: [
+                Contender(client: "raw URLSession", concurrency: concurrency, requestsPerChunk: plan.smallChunk) {
+                    try await raw.small($0)
+                },
+                Contender(
+                    client: client, concurrency: concurrency, requestsPerChunk: plan.smallChunk, operation: courier),
+            ])
+    }
     // The recommended stack against raw URLSession sending the same bearer token: like for like.
-    let rawBearer = clients.rawBearer
     let resilient = clients.resilient
     for concurrency in [1, 16] {
         result.append(
-            Comparison(
-                scenario: "small GET with a bearer token",
-                contenders: [
-                    Contender(client: "raw URLSession", concurrency: concurrency, requestsPerChunk: plan.smallChunk) {
-                        try await rawBearer.small($0)
-                    },
-                    Contender(
-                        client: "Courier .logged().retrying().authenticated(by:).deduplicated()",
-                        concurrency: concurrency, requestsPerChunk: plan.smallChunk
-                    ) {
-                        try await resilient.small($0)
-                    },
-                ]))
+            smallPair(
+                "small GET with a bearer token", "Courier .logged().retrying().authenticated(by:).deduplicated()",
+                concurrency: concurrency, raw: clients.rawBearer
+            ) { try await resilient.small($0) })
     }
     // What a user gets from `NetworkConfiguration(sessionConfiguration:)`: each side on its own `.default` session.
-    let rawOwn = clients.rawOwnSession
     let courierOwn = clients.courierOwnSession
     for concurrency in [1, 16, 64] {
         result.append(
-            Comparison(
-                scenario: "small GET, own .default session",
-                contenders: [
-                    Contender(client: "raw URLSession", concurrency: concurrency, requestsPerChunk: plan.smallChunk) {
-                        try await rawOwn.small($0)
-                    },
-                    Contender(client: "Courier", concurrency: concurrency, requestsPerChunk: plan.smallChunk) {
-                        try await courierOwn.small($0)
-                    },
-                ]))
+            smallPair(
+                "small GET, own .default session", "Courier", concurrency: concurrency, raw: clients.rawOwnSession
+            ) {
+                try await courierOwn.small($0)
+            })
     }
     if availability.post {
         let body = PostBody.sample

@@ -177,11 +177,11 @@ struct StreamCompositionTests {
         let client = NetworkClient(
             configuration: NetworkConfiguration(transport: transport, baseURL: URL(string: "https://api.test")!))
         let request = NetworkRequest<VoidRequest, JSONLines<StreamingTests.Row>>(
-            path: "/rows", method: .get, totalTimeout: 3)
+            path: "/rows", method: .get, totalTimeout: 5)
         var iterator = try await client.run(request).value.makeAsyncIterator()
         _ = try await iterator.next()
         // The reader stops reading; the transport fills the buffer and waits for room; the deadline passes.
-        try await Task.sleep(for: .seconds(4))
+        try await Task.sleep(for: .seconds(6))
         var failure: (any Error)?
         do {
             while try await iterator.next() != nil {}

@@ -64,16 +64,7 @@ struct EventStreamParser: Sendable {
     /// an event breaks the limit, the events before it are appended and then ``NetworkClientError/responseTooLarge(limit:)``
     /// is thrown.
     mutating func parse(_ bytes: Data, into events: inout [ServerSentEvent]) throws(NetworkClientError) {
-        var failure: NetworkClientError?
-        // `Data.withUnsafeBytes` rethrows untyped errors, so the typed error leaves the closure as a value.
-        bytes.withUnsafeBytes { buffer in
-            do throws(NetworkClientError) {
-                try scan(buffer, into: &events)
-            } catch {
-                failure = error
-            }
-        }
-        if let failure { throw failure }
+        try bytes.withTypedUnsafeBytes { buffer throws(NetworkClientError) in try scan(buffer, into: &events) }
     }
 
     /// The connection ended (cleanly or not): an incomplete line and an event not yet dispatched are discarded (a

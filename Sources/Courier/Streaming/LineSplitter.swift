@@ -36,16 +36,7 @@ struct LineSplitter: Sendable {
     /// Appends the complete lines in `bytes` to `lines`, as ``split(_:)`` finds them; when a line breaks the limit,
     /// the lines before it are appended and then ``NetworkClientError/responseTooLarge(limit:)`` is thrown.
     mutating func split(_ bytes: Data, into lines: inout [Data]) throws(NetworkClientError) {
-        var failure: NetworkClientError?
-        // `Data.withUnsafeBytes` rethrows untyped errors, so the typed error leaves the closure as a value.
-        bytes.withUnsafeBytes { buffer in
-            do throws(NetworkClientError) {
-                try scan(buffer, into: &lines)
-            } catch {
-                failure = error
-            }
-        }
-        if let failure { throw failure }
+        try bytes.withTypedUnsafeBytes { buffer throws(NetworkClientError) in try scan(buffer, into: &lines) }
     }
 
     /// The body ended cleanly: the last line, if it had no newline and is not blank (a CR that ends the body is
@@ -112,5 +103,23 @@ extension UnsafeRawBufferPointer {
     /// Whether the bytes are all ASCII whitespace (space, tab, LF, FF, CR), or none.
     fileprivate var isBlank: Bool {
         allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0C || $0 == 0x0D }
+    }
+}
+
+extension Data {
+    /// `body` over the bytes, with its typed error: `Data.withUnsafeBytes` rethrows untyped errors, so the error
+    /// leaves the closure as a value.
+    func withTypedUnsafeBytes(
+        _ body: (UnsafeRawBufferPointer) throws(NetworkClientError) -> Void
+    ) throws(NetworkClientError) {
+        var failure: NetworkClientError?
+        withUnsafeBytes { buffer in
+            do throws(NetworkClientError) {
+                try body(buffer)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
     }
 }
