@@ -209,6 +209,28 @@ struct StreamChannelTests {
         #expect(channel.bufferedBytes == 10 * 16 * 1_024)
     }
 
+    @Test("A stop (the deadline, a cancellation) lets go a transport waiting in readyForMore for a full buffer")
+    func stopReleasesWaitingTransport() async throws {
+        let channel = StreamChannel(capacity: 1_024, backlog: 1 << 20, hold: 30, mayHoldTransport: { false })
+        let sink = StreamSink(channel: channel, acceptable: nil, refusal: { _ in nil })
+        let exchange = HTTPExchange(
+            request: URLRequest(url: URL(string: "https://api.test/feed")!), body: .none, limit: 1 << 20, sink: sink,
+            reporter: nil)
+        let head = try #require(
+            HTTPURLResponse(
+                url: URL(string: "https://api.test/feed")!, statusCode: 200, httpVersion: nil, headerFields: nil))
+        #expect(exchange.receive(head))
+        #expect(exchange.receive(Data(count: 2_048)))
+        // The reader reads nothing: the buffer is past its capacity, and the transport waits for room.
+        let waiting = Task { await exchange.readyForMore() }
+        #expect(await eventually { channel.bufferedBytes == 2_048 })
+        exchange.stop(.timedOut)
+        let ready = await firstWithin(promptly) { await waiting.value }
+        #expect(ready == false)
+        // A transport that asks again after the stop is not made to wait.
+        #expect(await exchange.readyForMore() == false)
+    }
+
     @Test("The reader leaving wakes a held producer at once, which then fails with CancellationError")
     func readerLeaves() async throws {
         let channel = StreamChannel(capacity: 16 * 1_024, backlog: 1 << 20, hold: 30, mayHoldTransport: { true })

@@ -167,34 +167,6 @@ struct StreamCompositionTests {
         #expect(await server.waitUntil(timeout: promptly) { $0.clientClosedCount == 1 })
     }
 
-    @Test("A transport waiting for a slow reader's room is let go when the deadline passes")
-    func deadlineReleasesAWaitingTransport() async throws {
-        // 4.5 MB of lines in 400 pieces: far more than the reader's buffer holds.
-        let body = Data(String(repeating: "{\"id\":1}\n", count: 500_000).utf8)
-        let transport = InMemoryTransport { _ in
-            InMemoryTransport.Response(headers: ["Content-Type": "application/x-ndjson"], body: body, pieces: 400)
-        }
-        let client = NetworkClient(
-            configuration: NetworkConfiguration(transport: transport, baseURL: URL(string: "https://api.test")!))
-        let request = NetworkRequest<VoidRequest, JSONLines<StreamingTests.Row>>(
-            path: "/rows", method: .get, totalTimeout: 5)
-        var iterator = try await client.run(request).value.makeAsyncIterator()
-        _ = try await iterator.next()
-        // The reader stops reading; the transport fills the buffer and waits for room; the deadline passes.
-        try await Task.sleep(for: .seconds(6))
-        var failure: (any Error)?
-        do {
-            while try await iterator.next() != nil {}
-        } catch {
-            failure = error
-        }
-        guard case NetworkClientError.transportFailed(let urlError)? = failure else {
-            Issue.record("expected the deadline's timeout, got \(String(describing: failure))")
-            return
-        }
-        #expect(urlError.code == .timedOut)
-    }
-
     @Test("retrying() retries the opening (a 503), never a stream that opened and then dropped")
     func retryingOpensOnly() async throws {
         let server = try countingServer { index, _ in

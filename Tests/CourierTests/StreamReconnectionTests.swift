@@ -161,9 +161,9 @@ struct StreamReconnectionLimitTests {
     @Test("The request's totalTimeout bounds the wait before a reconnection: the sequence ends with it")
     func totalTimeoutBoundsTheWait() async throws {
         let server = try countingServer { _, _ in events("retry: 30000\ndata: a\n\n") }
-        // 5 s: room for a loaded machine to open the stream; far below the server's 30 s retry.
+        // 8 s: room for a loaded machine to open the stream; far below the server's 30 s retry.
         let request = EventsRequest(
-            method: .get, totalTimeout: 5, reconnection: StreamReconnection(maxAttempts: 5, initialDelay: 0.01))
+            method: .get, totalTimeout: 8, reconnection: StreamReconnection(maxAttempts: 5, initialDelay: 0.01))
         let clock = ContinuousClock()
         let start = clock.now
         var received: [ServerSentEvent] = []
