@@ -77,30 +77,33 @@ struct BaseURL: Sendable {
 
     /// `path` without its leading slashes; a `.` or `..` segment is an error, since it would be resolved away.
     static func relative(_ path: String) throws(NetworkClientError) -> Substring {
-        let utf8 = path.utf8
-        guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return "" }
-        var dots = 0
-        var segmentIsOnlyDots = true
-        func rejectDotSegment() throws(NetworkClientError) {
-            guard segmentIsOnlyDots && (dots == 1 || dots == 2) else { return }
+        var path = path
+        // One pass over the contiguous UTF-8 bytes: a loop over `utf8[start...]` costs several times as much.
+        let (start, dotSegment) = path.withUTF8 { bytes -> (Int?, Int) in
+            guard let start = bytes.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return (nil, 0) }
+            var dots = 0
+            var segmentIsOnlyDots = true
+            for byte in bytes[start...] {
+                if byte == UInt8(ascii: "/") {
+                    if segmentIsOnlyDots && (dots == 1 || dots == 2) { return (start, dots) }
+                    dots = 0
+                    segmentIsOnlyDots = true
+                } else if byte == UInt8(ascii: ".") {
+                    dots += 1
+                } else {
+                    segmentIsOnlyDots = false
+                }
+            }
+            return (start, segmentIsOnlyDots && (dots == 1 || dots == 2) ? dots : 0)
+        }
+        if dotSegment > 0 {
             throw .invalidURL(
                 reason:
-                    "the path \(String(reflecting: path)) has a \"\(String(repeating: ".", count: dots))\" segment, "
-                    + "which would be resolved away before sending; remove it")
+                    "the path \(String(reflecting: path)) has a \"\(String(repeating: ".", count: dotSegment))\" "
+                    + "segment, which would be resolved away before sending; remove it")
         }
-        for byte in utf8[start...] {
-            if byte == UInt8(ascii: "/") {
-                try rejectDotSegment()
-                dots = 0
-                segmentIsOnlyDots = true
-            } else if byte == UInt8(ascii: ".") {
-                dots += 1
-            } else {
-                segmentIsOnlyDots = false
-            }
-        }
-        try rejectDotSegment()
-        return path[start...]
+        guard let start else { return "" }
+        return path[path.utf8.index(path.startIndex, offsetBy: start)...]
     }
 }
 
@@ -139,7 +142,11 @@ enum PercentEncoding {
     /// Appends `text` to `output` with every UTF-8 byte outside `allowed` written as `%XX`.
     static func append<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet, to output: inout String) {
         let utf8 = text.utf8
-        guard utf8.contains(where: { !allowed.contains($0) }) else {
+        // The usual text needs no encoding: one scan of its contiguous bytes.
+        let bare =
+            utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains(where: { !allowed.contains($0) }) }
+            ?? !utf8.contains(where: { !allowed.contains($0) })
+        guard !bare else {
             output += text
             return
         }
@@ -267,11 +274,14 @@ extension NetworkRequest {
         // Checked before the body is encoded: nothing may throw once a multipart body is staged in a file.
         if let additionalHeaders { try HeaderValidation.validate(additionalHeaders) }
         let (body, contentType) = try encodedBody(configuration: configuration)
-        var prepared = PreparedRequest(urlRequest: request)
+        // Every change goes to `request` before it is wrapped: a `URLRequest` shared with a second variable copies
+        // its whole storage on the next change (6.7k instructions per request on corelibs, measured).
+        var uploadFile: URL?
+        var uploadFileIsStaged = false
         switch body {
-        case .data(let data): prepared.urlRequest.httpBody = data
-        case .file(let file): prepared.uploadFile = file
-        case .stagedFile(let file): (prepared.uploadFile, prepared.uploadFileIsStaged) = (file, true)
+        case .data(let data): request.httpBody = data
+        case .file(let file): uploadFile = file
+        case .stagedFile(let file): (uploadFile, uploadFileIsStaged) = (file, true)
         case nil: break
         }
         // Assigned once: corelibs rebuilds its header storage on every `setValue`.
@@ -288,8 +298,8 @@ extension NetworkRequest {
                 headers[name] = value
             }
         }
-        prepared.urlRequest.allHTTPHeaderFields = headers
-        return prepared
+        request.allHTTPHeaderFields = headers
+        return PreparedRequest(urlRequest: request, uploadFile: uploadFile, uploadFileIsStaged: uploadFileIsStaged)
     }
 
     /// The body and its content type: a form, `Data` as is, a file, a multipart form, JSON, or nothing.

@@ -145,7 +145,8 @@ enum BodyKinds {
     static func kind<RequestModel, ResponseModel>(
         of request: NetworkRequest<RequestModel, ResponseModel>
     ) -> (any RequestBodyKind)? {
-        guard let body = request.body, RequestModel.self != VoidRequest.self else { return nil }
+        // The stored body, not `body`: no cast back to `RequestModel`, no lookup of the request type's metadata.
+        guard let body = request.storedBody, RequestModel.self != VoidRequest.self else { return nil }
         return body as? any RequestBodyKind ?? JSONBody(value: body)
     }
 }
