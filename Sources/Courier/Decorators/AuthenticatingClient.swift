@@ -96,7 +96,7 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         if networkRequest.baseURL == nil {
             do {
                 return try await wrapped.run(authorized(networkRequest, with: credential))
-            } catch  where authenticator.isRejection(error) {
+            } catch let error where authenticator.isRejection(error) {
                 // Rejected: renewed below.
             }
         } else {
