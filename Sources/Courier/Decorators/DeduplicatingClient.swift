@@ -137,8 +137,12 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             throw error
         }
         let waiters = table.withLock { table -> [Waiter] in
-            guard let call = table.calls[key], call.id == callID else { return [] }
-            table.calls.removeValue(forKey: key)
+            guard let call = table.calls.removeValue(forKey: key) else { return [] }
+            // A newer call for the same key (this one's entry was handed over and ended meanwhile): not this call's.
+            guard call.id == callID else {
+                table.calls[key] = call
+                return []
+            }
             return Array(call.waiters.values)
         }
         if !waiters.isEmpty {
@@ -276,8 +280,9 @@ extension DeduplicatingClient {
 
 /// Everything that makes two requests send the same bytes and expect the same type.
 ///
-/// Hashed once, when made: the call table looks a key up several times per call.
-struct RequestKey: Hashable, Sendable {
+/// Hashed once, when made: the call table looks a key up several times per call. A class, so that a key is copied
+/// with one reference count and the call's own key is found in the table by identity, without comparing its fields.
+final class RequestKey: Hashable, Sendable {
     /// The fields that identify a request; their synthesized `Hashable` is the one list of what counts.
     private struct Identity: Hashable, Sendable {
         let method: HTTPMethod
@@ -335,6 +340,6 @@ struct RequestKey: Hashable, Sendable {
     }
 
     static func == (lhs: RequestKey, rhs: RequestKey) -> Bool {
-        lhs.hash == rhs.hash && lhs.identity == rhs.identity
+        lhs === rhs || (lhs.hash == rhs.hash && lhs.identity == rhs.identity)
     }
 }
