@@ -125,7 +125,8 @@ public final class NetworkClient: NetworkClientProtocol {
         let listener = SendReportListener.current
         let prepared: PreparedRequest
         do {
-            prepared = try networkRequest.prepare(configuration: configuration, accept: facts.accept)
+            prepared = try RequestPreparation.prepare(
+                networkRequest, configuration: configuration, accept: facts.accept)
         } catch {
             if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
             // Staging a multipart body stops when the caller cancels: that is a cancellation, not a file error.
