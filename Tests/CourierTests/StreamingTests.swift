@@ -253,13 +253,17 @@ struct StreamingTests {
         let server = try LoopbackServer { _ in
             .writer(headers: [ServerHeader(name: "Content-Type", value: "text/event-stream")]) { writer in
                 writer.send("data: small\n\n")
-                // A server that never ends its line: it would send 1 GiB.
+                // A server that never ends its line: 4 MiB (past the item limit, within the buffer and backlog, so
+                // that only the reader's stop can end the transfer), then it waits, watching the connection, without
+                // ending the body.
                 let noNewline = Data(repeating: UInt8(ascii: "x"), count: 64 * 1_024)
-                for _ in 0..<16_384 where writer.send(noNewline) {}
-                return .finish
+                for _ in 0..<64 where writer.send(noNewline) {}
+                _ = writer.wait(.seconds(60))
+                return .close
             }
         }
-        let request = EventsRequest(method: .get, maximumStreamItemSize: 100_000)
+        // An idle timeout past the bound below, so that only the transfer's stop can close the connection in time.
+        let request = EventsRequest(method: .get, timeoutInterval: 120, maximumStreamItemSize: 100_000)
         var received: [ServerSentEvent] = []
         let error = await #expect(throws: NetworkClientError.self) {
             for try await event in try await server.client().run(request).value { received.append(event) }
@@ -269,10 +273,12 @@ struct StreamingTests {
             Issue.record("expected responseTooLarge(100000), got \(String(describing: error))")
             return
         }
-        // The transfer stopped: the connection closed before the server's 1 GiB went out. How much went out before
-        // corelibs processed the cancel depends on the load: libcurl reads on until its work queue gets to it.
-        #expect(await server.waitUntil(timeout: promptly) { $0.clientClosedCount == 1 })
-        #expect(server.bodyBytesSent < 1 << 30)
+        // The transfer stopped: the client closed the connection, which the server never ends. How soon depends on
+        // the load: `URLSessionTask.cancel()` waits for corelibs' one work queue, shared by every session in the
+        // process. Under the whole parallel suite a cancel once landed only after 6 s (libcurl read a 1 GiB body
+        // meanwhile; the cause is inferred, not traced). The bound is for that, not for a quiet process, where the
+        // connection closes within milliseconds.
+        #expect(await server.waitUntil(timeout: .seconds(30)) { $0.clientClosedCount == 1 })
     }
 
     // MARK: Ending a stream
