@@ -136,15 +136,7 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             deliver(.failure(error), report: collector.report, to: waiters)
             throw error
         }
-        let waiters = table.withLock { table -> [Waiter] in
-            guard let call = table.calls.removeValue(forKey: key) else { return [] }
-            // A newer call for the same key (this one's entry was handed over and ended meanwhile): not this call's.
-            guard call.id == callID else {
-                table.calls[key] = call
-                return []
-            }
-            return Array(call.waiters.values)
-        }
+        let waiters = table.withLock { $0.endCall(key, id: callID) }
         if !waiters.isEmpty {
             deliver(.success(Shared(value: response)), report: collector.report, to: waiters)
             response.metrics.shared = true
@@ -199,12 +191,7 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     private func finish(
         key: RequestKey, callID: UInt64, with result: Result<any Sendable, any Error>, report: SendReport?
     ) {
-        let waiters = table.withLock { table -> [Waiter] in
-            // Gone if every waiter cancelled; a different id if a newer call for the same key started since.
-            guard let call = table.calls[key], call.id == callID else { return [] }
-            table.calls.removeValue(forKey: key)
-            return Array(call.waiters.values)
-        }
+        let waiters = table.withLock { $0.endCall(key, id: callID) }
         deliver(result.map { Shared(value: $0) }, report: report, to: waiters)
     }
 
@@ -274,6 +261,18 @@ extension DeduplicatingClient {
             let id = newID()
             pendingWaiters.insert(id)
             return id
+        }
+
+        /// Removes the call `id` under `key` and returns its waiters; none when the entry is gone (every waiter of a
+        /// call run by a task of its own cancelled) or belongs to a newer call for the same key. One lookup: the
+        /// caller's own key is found by identity.
+        mutating func endCall(_ key: RequestKey, id: UInt64) -> [Waiter] {
+            guard let call = calls.removeValue(forKey: key) else { return [] }
+            guard call.id == id else {
+                calls[key] = call
+                return []
+            }
+            return Array(call.waiters.values)
         }
     }
 }
