@@ -81,15 +81,15 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         let deadline = networkRequest.totalTimeout.map {
             DispatchTime.now() + min($0, NetworkConfiguration.maximumTimeout)
         }
-        let snapshot = state.withLock { AuthenticationState.Snapshot($0) }
+        let (generation, failures, renewal) = state.withLock { ($0.generation, $0.failures, $0.renewal) }
         let credential: Authenticator.Credential
         let sentGeneration: Int
-        if let renewal = snapshot.renewal {
+        if let renewal {
             credential = try await renewal.outcome.value(until: deadline) as! Authenticator.Credential
             sentGeneration = renewal.generation + 1
         } else {
             credential = try await authenticator.credential()
-            sentGeneration = snapshot.generation
+            sentGeneration = generation
         }
         // Only a request with its own base URL may go to another origin, where the client at the bottom withholds the
         // credential (and says so): listen for that only then, since listening costs every request.
@@ -112,7 +112,7 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
         }
         // The server rejected the credential: renew it (once for every request rejected with it) and send again.
         let renewed = try await renewedCredential(
-            rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: snapshot.failures,
+            rejected: credential, sentGeneration: sentGeneration, failuresBeforeSending: failures,
             deadline: deadline)
         try Task.checkCancellation()
         var retried = try await wrapped.run(authorized(networkRequest, with: renewed))
@@ -135,7 +135,11 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     /// The fields `credential` sets, found by applying it to no fields, with the allowed origins; kept for the last
     /// credential.
     private func scope(of credential: Authenticator.Credential) -> CredentialScope {
-        if let last = lastScope.withLock({ $0 }), last.credential as? Authenticator.Credential == credential {
+        // Unwrapped, not compared as optionals: `Optional`'s `==` pairs its operands in a tuple, a generic type the
+        // runtime looks up on every call here.
+        if let last = lastScope.withLock({ $0 }), let known = last.credential as? Authenticator.Credential,
+            known == credential
+        {
             return last.scope
         }
         var fields: [String: String] = [:]
@@ -219,17 +223,6 @@ private struct AuthenticationState: Sendable {
     struct Failure: Sendable {
         let rejected: any Sendable
         let error: any Error
-    }
-
-    /// What a request reads before it is sent.
-    struct Snapshot {
-        let generation: Int
-        let failures: Int
-        let renewal: Renewal?
-
-        init(_ state: AuthenticationState) {
-            (generation, failures, renewal) = (state.generation, state.failures, state.renewal)
-        }
     }
 
     /// Incremented by each successful renewal.
