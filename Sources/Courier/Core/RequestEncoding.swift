@@ -83,9 +83,11 @@ struct BaseURL: Sendable {
             guard let start = bytes.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return (nil, 0) }
             var dots = 0
             var segmentIsOnlyDots = true
+            /// The dots of the segment that just ended when it is `.` or `..`, else 0.
+            func dotSegment() -> Int { segmentIsOnlyDots && (dots == 1 || dots == 2) ? dots : 0 }
             for byte in bytes[start...] {
                 if byte == UInt8(ascii: "/") {
-                    if segmentIsOnlyDots && (dots == 1 || dots == 2) { return (start, dots) }
+                    if dotSegment() > 0 { return (start, dots) }
                     dots = 0
                     segmentIsOnlyDots = true
                 } else if byte == UInt8(ascii: ".") {
@@ -94,7 +96,7 @@ struct BaseURL: Sendable {
                     segmentIsOnlyDots = false
                 }
             }
-            return (start, segmentIsOnlyDots && (dots == 1 || dots == 2) ? dots : 0)
+            return (start, dotSegment())
         }
         if dotSegment > 0 {
             throw .invalidURL(
