@@ -96,8 +96,8 @@ func runCacheBenchmark(rounds: Int, quick: Bool, baseURL: String?) async throws 
     }
 }
 
-/// A value under a lock, for the dictionary side.
-private final class GuardedValue<Value: Sendable>: @unchecked Sendable {  // `value` is guarded by `lock`.
+/// A value under a lock: the cache benchmark's dictionary side, the count of `/slower` requests.
+final class GuardedValue<Value: Sendable>: @unchecked Sendable {  // `value` is guarded by `lock`.
     private let lock = NSLock()
     private var value: Value
 

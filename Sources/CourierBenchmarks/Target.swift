@@ -78,13 +78,14 @@ struct Target: Sendable {
         let small = Fixtures.small
         let large = Fixtures.large
         let json = [ServerHeader(name: "Content-Type", value: "application/json")]
-        let slowerCount = SlowerCount()
+        // The requests `/slower` answered.
+        let slowerCount = GuardedValue(0)
         return try LoopbackServer { request in
             switch (request.method, request.path) {
             case ("GET", EndpointPath.slower + "/count"):
-                return .respond(status: 200, body: Data(String(slowerCount.value).utf8))
+                return .respond(status: 200, body: Data(String(slowerCount.withLock { $0 }).utf8))
             case ("GET", EndpointPath.slower):
-                slowerCount.increment()
+                slowerCount.withLock { $0 += 1 }
                 return .respond(status: 200, headers: json, body: small, delay: EndpointPath.slowerDelay)
             case ("GET", EndpointPath.cached):
                 return .respond(
@@ -134,23 +135,5 @@ enum BenchmarkError: Error, CustomStringConvertible {
         case .usage(let message): "usage error: \(message) (see --help)"
         case .badResponse(let message): "bad response: \(message)"
         }
-    }
-}
-
-/// The requests `/slower` answered.
-final class SlowerCount: @unchecked Sendable {  // `count` is read and written under `lock` only.
-    private let lock = NSLock()
-    private var count = 0
-
-    var value: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
-    }
-
-    func increment() {
-        lock.lock()
-        count += 1
-        lock.unlock()
     }
 }
