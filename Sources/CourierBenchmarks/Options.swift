@@ -64,6 +64,12 @@ struct Options: Sendable {
         case resilient
         /// The same stack without `.deduplicated()`: the three resilience decorators alone.
         case resilientNoDedup = "resilient-no-dedup"
+        /// A test double answering at once, with no network: the floor under the `-double` rows.
+        case double
+        /// `.deduplicated()` over the test double: the decorator's own cost, without the network's noise.
+        case dedupDouble = "dedup-double"
+        /// The recommended stack over the test double: the decorators' own cost, without the network's noise.
+        case resilientDouble = "resilient-double"
     }
 
     var mode = Mode.benchmark

@@ -32,6 +32,9 @@ func runProfile(_ client: Options.ProfileClient, count: Int, waiters: Int, targe
             }
         case .resilient: { [resilient = clients.resilient] in try await resilient.small($0) }
         case .resilientNoDedup: { [resilient = clients.resilientNoDedup] in try await resilient.small($0) }
+        case .double: { [double = clients.double] in try await double.small($0) }
+        case .dedupDouble: { [deduplicated = clients.dedupDouble] in try await deduplicated.small($0) }
+        case .resilientDouble: { [resilient = clients.resilientDouble] in try await resilient.small($0) }
         }
     // A round of dedup-waiters waits a second for the server: one warms up as well as twenty.
     let warmUp = client == .dedupWaiters ? 1 : 20

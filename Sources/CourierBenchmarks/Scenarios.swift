@@ -54,6 +54,12 @@ struct Clients: Sendable {
     let resilient: CourierCalls<DeduplicatingClient>
     /// `logged(level: .info).retrying().authenticated(by:)` on the shared session.
     let resilientNoDedup: CourierCalls<AuthenticatingClient<BearerTokenAuthenticator>>
+    /// ``AnsweringDouble`` behind ``Forwarding``: no decorator, no network.
+    let double: CourierCalls<Forwarding>
+    /// `.deduplicated()` over ``AnsweringDouble``.
+    let dedupDouble: CourierCalls<DeduplicatingClient>
+    /// The recommended stack (as ``resilient``) over ``AnsweringDouble``.
+    let resilientDouble: CourierCalls<DeduplicatingClient>
     /// Where the resilient stacks' log lines go: formatted, then counted.
     let logBytes = LogBytes()
 
@@ -82,6 +88,39 @@ struct Clients: Sendable {
             .authenticated(by: authenticator)
         resilientNoDedup = CourierCalls(client: stack)
         resilient = CourierCalls(client: stack.deduplicated())
+        double = CourierCalls(client: Forwarding(wrapped: AnsweringDouble()))
+        dedupDouble = CourierCalls(client: AnsweringDouble().deduplicated())
+        resilientDouble = CourierCalls(
+            client: AnsweringDouble().logged(level: .info) { [logBytes] entry in logBytes.add(entry.description) }
+                .retrying().authenticated(by: authenticator).deduplicated())
+    }
+}
+
+/// Calls its client through `any NetworkClientProtocol`, as a decorator does: the `double` row's double then runs
+/// unspecialized, as it does under the decorators of the other `-double` rows.
+struct Forwarding: NetworkClientProtocol {
+    let wrapped: any NetworkClientProtocol
+
+    func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        try await wrapped.run(networkRequest)
+    }
+}
+
+/// A test double that answers every request at once with ``SmallItem/sample``: under it, a decorator's cost is its
+/// own, with none of the network's or corelibs' threads (whose polling moves a networked run's count by a few
+/// thousand instructions per request between runs).
+struct AnsweringDouble: NetworkClientProtocol {
+    private let response = HTTPURLResponse(
+        url: URL(string: "http://127.0.0.1/small.json")!, statusCode: 200, httpVersion: "HTTP/1.1",
+        headerFields: ["Content-Type": "application/json"])!
+
+    func run<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async throws -> NetworkResponse<ResponseModel> {
+        guard let value = SmallItem.sample as? ResponseModel else { throw URLError(.cannotDecodeContentData) }
+        return NetworkResponse(value: value, response: response)
     }
 }
 

@@ -59,12 +59,10 @@ final class SendReport: Sendable {
 }
 
 /// Receives the ``SendReport`` of the calls made while it is ``current``: the last attempt's report wins.
-// `received` is only read or written under `lock`.
-final class SendReportListener: @unchecked Sendable {
+final class SendReportListener: Sendable {
     /// The listener of an enclosing decorator, which receives the same reports.
     let parent: SendReportListener?
-    private let lock = NSLock()
-    @exclusivity(unchecked) private var received: SendReport?
+    private let received = Locked<SendReport?>(nil)
 
     /// The innermost listener of the running task; `nil` when no decorator listens.
     @TaskLocal static var current: SendReportListener?
@@ -76,18 +74,14 @@ final class SendReportListener: @unchecked Sendable {
     /// The last report received; `nil` when the client at the bottom reported nothing (a test double of your own,
     /// or a failure before anything was built).
     var report: SendReport? {
-        lock.lock()
-        defer { lock.unlock() }
-        return received
+        received.withLock { $0 }
     }
 
     /// Hands `report` to `listener` and every enclosing one.
     static func deliver(_ report: SendReport, to listener: SendReportListener?) {
         var next = listener
         while let listener = next {
-            listener.lock.lock()
-            listener.received = report
-            listener.lock.unlock()
+            listener.received.withLock { $0 = report }
             next = listener.parent
         }
     }

@@ -28,6 +28,9 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     public let wrapped: any NetworkClientProtocol
     /// The methods whose requests are shared; requests with other methods go straight to ``wrapped``.
     public let sharedMethods: Set<HTTPMethod>
+    /// Whether ``sharedMethods`` has `GET`, and `HEAD`.
+    private let sharesGet: Bool
+    private let sharesHead: Bool
 
     private let table = Locked(CallTable())
 
@@ -39,6 +42,8 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     public init(wrapping client: any NetworkClientProtocol, sharing sharedMethods: Set<HTTPMethod> = [.get, .head]) {
         self.wrapped = client
         self.sharedMethods = sharedMethods
+        sharesGet = sharedMethods.contains(.get)
+        sharesHead = sharedMethods.contains(.head)
     }
 
     /// The number of distinct calls in flight: `0` once every call has finished.
@@ -64,7 +69,7 @@ public final class DeduplicatingClient: NetworkClientProtocol {
         // retry strategy or response interceptors of its own, whose initializers opt out, since two such requests
         // cannot be known to be the same. Nor is a request that never leaves the process shared, nor a stream, which
         // has one reader: each caller gets a connection of its own.
-        guard sharedMethods.contains(networkRequest.method), networkRequest.options.allowsSharing,
+        guard shares(networkRequest.method), networkRequest.options.allowsSharing,
             !networkRequest.isLocalQuery, !ResponseKinds.isStream(ResponseModel.self)
         else {
             return try await wrapped.run(networkRequest)
@@ -80,7 +85,27 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             }
             switch role {
             case .owner(let callID):
-                return try await runAsOwner(networkRequest, key: key, callID: callID)
+                // The call runs here, on this caller's task, not in a function of its own: an async generic function
+                // is one more frame and more task allocations for its generic values (about 1k instructions, callgrind).
+                // The report goes to this caller's listeners as ever, and is kept for the waiters'.
+                let collector = SendReportListener(parent: SendReportListener.current)
+                // No `Result` or optional of the response here: each would be one more generic type the runtime
+                // looks up on every call (about 330 instructions each on Linux), since this `run` is never
+                // specialized.
+                var response: NetworkResponse<ResponseModel>
+                do {
+                    response = try await SendReportListener.$current.withValue(collector) {
+                        try await wrapped.run(networkRequest)
+                    }
+                } catch {
+                    try ownerFailed(networkRequest, key: key, callID: callID, error: error, report: collector.report)
+                }
+                let waiters = table.withLock { $0.endCall(key, id: callID) }
+                if !waiters.isEmpty {
+                    deliver(.success(Shared(value: response)), report: collector.report, to: waiters)
+                    response.metrics.shared = true
+                }
+                return response
             case .waiter(let waiterID):
                 let listener = SendReportListener.current
                 let outcome = try await withTaskCancellationHandler {
@@ -103,45 +128,39 @@ public final class DeduplicatingClient: NetworkClientProtocol {
         }
     }
 
-    /// Runs the call on this caller's task, then hands its outcome (and what the client at the bottom reported) to
-    /// the callers that joined meanwhile.
-    private func runAsOwner<RequestModel, ResponseModel>(
-        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, key: RequestKey, callID: UInt64
-    ) async throws -> NetworkResponse<ResponseModel> {
-        // The report goes to this caller's listeners as ever, and is kept for the waiters'.
-        let collector = SendReportListener(parent: SendReportListener.current)
-        // No `Result` or optional of the response here: each would be one more generic type the runtime looks up on
-        // every call (about 330 instructions each on Linux), since this `run` is never specialized.
-        var response: NetworkResponse<ResponseModel>
-        do {
-            response = try await SendReportListener.$current.withValue(collector) {
-                try await wrapped.run(networkRequest)
-            }
-        } catch {
-            let ownerCancelled = Task.isCancelled
-            let waiters = table.withLock { table -> [Waiter]? in
-                guard var call = table.calls[key], call.id == callID else { return [] }
-                let waiters = Array(call.waiters.values)
-                if ownerCancelled, !waiters.isEmpty {
-                    // This caller's cancellation ended the call: the others get it sent again, in a task of theirs.
-                    call.ownerRuns = false
-                    call.task = makeTask(for: networkRequest, key: key, callID: callID)
-                    table.calls[key] = call
-                    return nil
-                }
-                table.calls.removeValue(forKey: key)
-                return waiters
-            }
-            guard let waiters else { throw CancellationError() }
-            deliver(.failure(error), report: collector.report, to: waiters)
-            throw error
+    /// Whether requests with `method` are shared: a `switch` for the usual two, since a `Set<HTTPMethod>` lookup hashes
+    /// the method's name (about 300 instructions, callgrind).
+    private func shares(_ method: HTTPMethod) -> Bool {
+        switch method {
+        case .get: sharesGet
+        case .head: sharesHead
+        default: sharedMethods.contains(method)
         }
-        let waiters = table.withLock { $0.endCall(key, id: callID) }
-        if !waiters.isEmpty {
-            deliver(.success(Shared(value: response)), report: collector.report, to: waiters)
-            response.metrics.shared = true
+    }
+
+    /// The call this caller ran failed with `error`: the waiters get the error, or, when this caller's cancellation
+    /// ended the call while others wait, the call is sent again for them in a task of theirs. Always throws.
+    private func ownerFailed<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, key: RequestKey, callID: UInt64,
+        error: any Error, report: SendReport?
+    ) throws -> Never {
+        let ownerCancelled = Task.isCancelled
+        let waiters = table.withLock { table -> [Waiter]? in
+            guard var call = table.calls[key], call.id == callID else { return [] }
+            let waiters = Array(call.waiters.values)
+            if ownerCancelled, !waiters.isEmpty {
+                // This caller's cancellation ended the call: the others get it sent again, in a task of theirs.
+                call.ownerRuns = false
+                call.task = makeTask(for: networkRequest, key: key, callID: callID)
+                table.calls[key] = call
+                return nil
+            }
+            table.calls.removeValue(forKey: key)
+            return waiters
         }
-        return response
+        guard let waiters else { throw CancellationError() }
+        deliver(.failure(error), report: report, to: waiters)
+        throw error
     }
 
     /// Hands a call's outcome, and what the client at the bottom reported, to the callers that waited for it.
@@ -309,11 +328,10 @@ final class RequestKey: Hashable, Sendable {
         let options: RequestOptions
 
         /// The fields that tell requests in flight apart, not all of them: `==` compares every field, and two
-        /// requests that differ only in the others (a header, a timeout) share a bucket, which costs a comparison
-        /// and nothing else. Hashing every field (a header dictionary hashes each entry on its own) cost about 1k
-        /// instructions per call.
+        /// requests that differ only in the others (a header, a timeout, `GET` or `HEAD`) share a bucket, which
+        /// costs a comparison and nothing else. Hashing every field (a header dictionary hashes each entry on its
+        /// own) cost about 1k instructions per call, the method's name about 300.
         func hash(into hasher: inout Hasher) {
-            hasher.combine(method)
             hasher.combine(path)
             hasher.combine(queryItems)
             hasher.combine(body)
