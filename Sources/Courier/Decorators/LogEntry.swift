@@ -81,33 +81,47 @@ public struct LogEntry: Sendable, CustomStringConvertible {
 
     /// The formatted entry: one line at ``LogLevel/info``, more lines at ``LogLevel/debug``.
     public var description: String {
-        var text = tag.map { "[\($0.escapedForLog)] " } ?? ""
-        text += method.rawValue
-        text += " "
-        redactor.appendURL(base: base, path: path, queryItems: queryItems, to: &text)
-        text += " -> "
-        text += statusCode.map(String.init) ?? "failed"
-        text += ", "
-        if case .ended = stream { text += "stream ended after " }
-        text += String(milliseconds)
-        text += " ms"
+        var line = UTF8Text(
+            capacity: 64 + (tag?.utf8.count ?? 0)
+                + LogRedactor.urlCapacity(base: base, path: path, queryItems: queryItems))
+        if let tag {
+            line.append(byte: UInt8(ascii: "["))
+            line.append(tag.escapedForLog)
+            line.append("] ")
+        }
+        line.append(method.rawValue)
+        line.append(byte: UInt8(ascii: " "))
+        redactor.appendURL(base: base, path: path, queryItems: queryItems, to: &line)
+        line.append(" -> ")
+        if let statusCode { line.append(statusCode) } else { line.append("failed") }
+        line.append(", ")
+        if case .ended = stream { line.append("stream ended after ") }
+        line.append(milliseconds)
+        line.append(" ms")
         switch stream {
         case nil: break
-        case .opened: text += ", stream opened"
+        case .opened: line.append(", stream opened")
         case .ended(let summary):
-            text += ", \(summary.items) items"
-            if summary.reconnections > 0 { text += ", \(summary.reconnections) reconnections" }
-            if summary.endedByReader { text += ", stopped by the reader" }
+            line.append(", ")
+            line.append(summary.items)
+            line.append(" items")
+            if summary.reconnections > 0 {
+                line.append(", ")
+                line.append(summary.reconnections)
+                line.append(" reconnections")
+            }
+            if summary.endedByReader { line.append(", stopped by the reader") }
         }
         if let responseSize {
-            text += ", "
-            text += String(responseSize)
-            text += " bytes"
+            line.append(", ")
+            line.append(responseSize)
+            line.append(" bytes")
         }
         if let errorCase {
-            text += ", error: "
-            text += errorCase
+            line.append(", error: ")
+            line.append(errorCase)
         }
+        let text = line.string
         guard level == .debug else { return text }
         var lines = [text]
         lines += redactor.headerLines(requestHeaders, prefix: "  > ")

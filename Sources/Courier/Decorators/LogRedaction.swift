@@ -201,42 +201,46 @@ struct LogRedactor: Sendable {
     /// `scheme://host:port/path?query` from a base URL, a request path and query items, with user info and the
     /// named query values redacted. Built as text: nothing is parsed or resolved.
     func url(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?) -> String {
-        var text = ""
+        var text = UTF8Text(capacity: Self.urlCapacity(base: base, path: path, queryItems: queryItems))
         appendURL(base: base, path: path, queryItems: queryItems, to: &text)
-        return text
+        return text.string
     }
 
-    /// Appends ``url(base:path:queryItems:)`` to `text`, reserving room for it.
-    func appendURL(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?, to text: inout String) {
+    /// Room for ``url(base:path:queryItems:)`` as it usually comes out (every path byte encoded would be three times
+    /// the path: the text grows then).
+    static func urlCapacity(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?) -> Int {
+        (base?.prefix.utf8.count ?? 0) + (base?.query.utf8.count ?? 0) + (path?.utf8.count ?? 0) + 8
+            + (queryItems?.count ?? 0) * 24
+    }
+
+    /// Appends ``url(base:path:queryItems:)`` to `text`.
+    func appendURL(base: LoggedBase?, path: String?, queryItems: [URLQueryItem]?, to text: inout UTF8Text) {
         let relativePath = (try? BaseURL.relative(path ?? "")) ?? Substring(path ?? "")
-        text.reserveCapacity(
-            text.utf8.count + (base?.prefix.utf8.count ?? 0) + relativePath.utf8.count * 3
-                + (queryItems?.count ?? 0) * 24 + 64)
         if let base {
-            text += relativePath.isEmpty ? base.prefixAsGiven : base.prefix
+            text.append(relativePath.isEmpty ? base.prefixAsGiven : base.prefix)
         }
         if !relativePath.isEmpty {
-            text += "/"
+            text.append(byte: UInt8(ascii: "/"))
             PercentEncoding.append(relativePath, keeping: .pathCharacters, to: &text)
         }
-        var separator = "?"
+        var separator = UInt8(ascii: "?")
         if let base, !base.query.isEmpty {
-            text += separator
-            text += base.query
-            separator = "&"
+            text.append(byte: separator)
+            text.append(base.query)
+            separator = UInt8(ascii: "&")
         }
         for item in queryItems ?? [] {
-            text += separator
-            separator = "&"
+            text.append(byte: separator)
+            separator = UInt8(ascii: "&")
             // A bare name (`?abc123`) may itself be a token: redacted, as in error descriptions.
             guard let value = item.value else {
-                text += Self.redacted
+                text.append(Self.redacted)
                 continue
             }
             PercentEncoding.append(item.name, keeping: .unreserved, to: &text)
-            text += "="
+            text.append(byte: UInt8(ascii: "="))
             if rules.isSecretQueryParameter(item.name) {
-                text += Self.redacted
+                text.append(Self.redacted)
             } else {
                 PercentEncoding.append(value, keeping: .unreserved, to: &text)
             }
