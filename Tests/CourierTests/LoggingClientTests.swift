@@ -96,6 +96,21 @@ struct LoggingClientTests {
         #expect(first.requestHeaders.isEmpty && first.responseBody == nil)
     }
 
+    @Test("Numbers in a line are written in decimal, whatever their size or sign")
+    func numbersInALine() {
+        let numbers = [0, 7, 10, 99, 100, 1_024, 12_345, -1, -90, Int.max, Int.min]
+        let written = numbers.map { number -> String in
+            var text = UTF8Text(capacity: 0)
+            text.append(number)
+            return text.string
+        }
+        #expect(
+            written == [
+                "0", "7", "10", "99", "100", "1024", "12345", "-1", "-90", "9223372036854775807",
+                "-9223372036854775808",
+            ])
+    }
+
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("Info: a transport failure and a cancellation")
     func transportAndCancellation() async throws {
