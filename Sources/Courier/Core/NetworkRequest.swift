@@ -178,9 +178,6 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     ///   - options: How the decorators treat the request; `RequestOptions()` (no change) by default.
     ///   - maximumStreamItemSize: The longest line or event of a streamed response; `nil` by default (1 MiB).
     ///   - reconnection: When a ``ServerSentEvents`` `GET` is opened again; `nil` (never) by default.
-    // Inlinable, so that the caller's code, which knows `RequestModel`, stores the body without its type: the
-    // initializer compiled in Courier would look up `Optional<RequestModel>`'s metadata on every call (about 600
-    // instructions on Linux, callgrind).
     @inlinable
     public init(
         path: String? = nil,
@@ -202,6 +199,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         maximumStreamItemSize: Int? = nil,
         reconnection: StreamReconnection? = nil
     ) {
+        // Inlinable, so that the caller's code, which knows `RequestModel`, stores the body without its type: the
+        // initializer compiled in Courier would look up `Optional<RequestModel>`'s metadata on every call (about 600
+        // instructions on Linux, callgrind).
         self.init(
             path: path, method: method, queryItems: queryItems, formItems: formItems,
             storedBody: body.map { $0 as any Encodable & Sendable }, baseURL: baseURL, decoder: decoder,
