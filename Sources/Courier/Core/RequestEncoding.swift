@@ -139,46 +139,38 @@ enum PercentEncoding {
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/:@!$&'()*,=")
     }
 
-    fileprivate static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    /// Whether `text` needs no encoding: one scan of its contiguous bytes, the usual case.
+    private static func isBare<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet) -> Bool {
+        let utf8 = text.utf8
+        return utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains(where: { !allowed.contains($0) }) }
+            ?? !utf8.contains(where: { !allowed.contains($0) })
+    }
 
     /// Appends `text` to `output` with every UTF-8 byte outside `allowed` written as `%XX`.
     static func append<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet, to output: inout String) {
-        let utf8 = text.utf8
-        // The usual text needs no encoding: one scan of its contiguous bytes.
-        let bare =
-            utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains(where: { !allowed.contains($0) }) }
-            ?? !utf8.contains(where: { !allowed.contains($0) })
-        guard !bare else {
+        guard !isBare(text, keeping: allowed) else {
             output += text
             return
         }
-        var encoded: [UInt8] = []
-        encoded.reserveCapacity(utf8.count * 3)
-        for byte in utf8 {
-            if allowed.contains(byte) {
-                encoded.append(byte)
-            } else {
-                encoded.append(UInt8(ascii: "%"))
-                encoded.append(hexDigits[Int(byte >> 4)])
-                encoded.append(hexDigits[Int(byte & 0xF)])
-            }
-        }
-        output += String(decoding: encoded, as: UTF8.self)
+        var encoded = UTF8Text(capacity: text.utf8.count * 3)
+        encode(text, keeping: allowed, to: &encoded)
+        output += encoded.string
     }
-}
 
-extension PercentEncoding {
     /// Appends `text` to `output` with every UTF-8 byte outside `allowed` written as `%XX`.
     static func append<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet, to output: inout UTF8Text) {
-        let utf8 = text.utf8
-        let bare =
-            utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains(where: { !allowed.contains($0) }) }
-            ?? !utf8.contains(where: { !allowed.contains($0) })
-        guard !bare else {
+        guard !isBare(text, keeping: allowed) else {
             output.append(text)
             return
         }
-        for byte in utf8 {
+        encode(text, keeping: allowed, to: &output)
+    }
+
+    private static func encode<Text: StringProtocol>(_ text: Text, keeping allowed: ByteSet, to output: inout UTF8Text)
+    {
+        for byte in text.utf8 {
             if allowed.contains(byte) {
                 output.append(byte: byte)
             } else {
