@@ -59,30 +59,39 @@ final class SendReport: Sendable {
 }
 
 /// Receives the ``SendReport`` of the calls made while it is ``current``: the last attempt's report wins.
-final class SendReportListener: Sendable {
-    /// The listener of an enclosing decorator, which receives the same reports.
-    let parent: SendReportListener?
-    private let received = Locked<SendReport?>(nil)
+///
+/// A value over one shared, locked state: a listener is made per call by each listening decorator, and a class of
+/// its own beside the lock's storage was one allocation more each time.
+struct SendReportListener: Sendable {
+    private struct State: Sendable {
+        /// The listener of an enclosing decorator, which receives the same reports.
+        let parent: SendReportListener?
+        var received: SendReport?
+    }
+
+    private let state: Locked<State>
 
     /// The innermost listener of the running task; `nil` when no decorator listens.
     @TaskLocal static var current: SendReportListener?
 
     init(parent: SendReportListener?) {
-        self.parent = parent
+        state = Locked(State(parent: parent))
     }
 
     /// The last report received; `nil` when the client at the bottom reported nothing (a test double of your own,
     /// or a failure before anything was built).
     var report: SendReport? {
-        received.withLock { $0 }
+        state.withLock { $0.received }
     }
 
     /// Hands `report` to `listener` and every enclosing one.
     static func deliver(_ report: SendReport, to listener: SendReportListener?) {
         var next = listener
         while let listener = next {
-            listener.received.withLock { $0 = report }
-            next = listener.parent
+            next = listener.state.withLock { state in
+                state.received = report
+                return state.parent
+            }
         }
     }
 
