@@ -25,7 +25,7 @@ enum InstructionCheck {
         // A fresh ResponseCache hit (no network) against raw URLSession's small GET.
         (.courierCacheHit, .raw),
         // The decorators' own cost, over a test double that answers at once: no network, no corelibs thread, so the
-        // count repeats to within about 0.3% and the 2% guard sees a change of a few hundred instructions.
+        // count moves by a few hundred instructions between runs, not thousands: the 2% guard sees a decorator's change.
         (.dedupDouble, .double),
         (.resilientDouble, .double),
     ]
