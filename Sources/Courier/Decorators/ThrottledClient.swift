@@ -190,8 +190,11 @@ final class ThrottleGate: Sendable {
     /// Starts every waiter whose turn has come, in arrival order, and schedules a wake-up for the next one that
     /// waits on time (a token, a pause).
     private func pump() {
-        let now = DispatchTime.now().uptimeNanoseconds
         let (started, wakeAt) = state.withLock { state -> ([Waiter], UInt64?) in
+            // The clock is read under the lock: read before it, a pump that took the lock second could carry an
+            // earlier time than the refill before it, and the unsigned difference wrapped around to a full bucket
+            // (a burst of more than `capacity` starts, seen under the thread sanitizer).
+            let now = DispatchTime.now().uptimeNanoseconds
             if let rate {
                 let elapsed = Double(now &- state.refilled) / 1e9
                 state.tokens = min(Double(capacity), state.tokens + elapsed * rate)
