@@ -30,9 +30,11 @@ enum InstructionCheck {
         (.resilientDouble, .double),
     ]
 
-    /// Whether `client` runs over the test double: its fixed cost (setup, warm-up) is the double's at 0 requests.
+    /// Whether `client` runs over the test double (the double, or a row compared with it): its fixed cost (setup,
+    /// warm-up) is the double's at 0 requests. Read from ``comparisons``, so that a new row over the double cannot be
+    /// measured against raw's fixed cost by forgetting a second list.
     private static func overDouble(_ client: Options.ProfileClient) -> Bool {
-        client == .double || client == .dedupDouble || client == .resilientDouble
+        client == .double || comparisons.contains { $0.client == client && $0.against == .double }
     }
 
     /// Runs per measurement; the lowest count is kept. Thread scheduling adds instructions (more wake-ups, more
