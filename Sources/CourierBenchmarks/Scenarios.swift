@@ -52,8 +52,9 @@ struct Clients: Sendable {
     let courierCached: CourierCalls<NetworkClient>
     /// `logged(level: .info).retrying().authenticated(by:).deduplicated()` on the shared session.
     let resilient: CourierCalls<DeduplicatingClient>
-    /// `logged(level: .info).retrying().authenticated(by:)` on the shared session.
-    let resilientNoDedup: CourierCalls<AuthenticatingClient<BearerTokenAuthenticator>>
+    /// `logged(level: .info).retrying().authenticated(by:)` on the shared session, through ``Forwarding`` (the stack's
+    /// type is opaque: one protocol hop more than the outermost decorator of the other rows).
+    let resilientNoDedup: CourierCalls<Forwarding>
     /// ``AnsweringDouble`` behind ``Forwarding``: no decorator, no network.
     let double: CourierCalls<Forwarding>
     /// `.deduplicated()` over ``AnsweringDouble``.
@@ -86,7 +87,7 @@ struct Clients: Sendable {
         let stack = client.logged(level: .info) { [logBytes] entry in logBytes.add(entry.description) }
             .retrying()
             .authenticated(by: authenticator)
-        resilientNoDedup = CourierCalls(client: stack)
+        resilientNoDedup = CourierCalls(client: Forwarding(wrapped: stack))
         resilient = CourierCalls(client: stack.deduplicated())
         double = CourierCalls(client: Forwarding(wrapped: AnsweringDouble()))
         dedupDouble = CourierCalls(client: AnsweringDouble().deduplicated())

@@ -75,15 +75,13 @@ enum TodoAPI {
     }
 }
 
-/// Makes the SDK's client: a session Courier owns (the safe default), with a token on every request.
+/// Makes the SDK's client: a session Courier owns (the safe default), with a token on every request, kept to the
+/// API's origin by `authenticated(by:)` (a static token: a 401 is sent again once with the same token, then is the
+/// outcome).
 enum TodoClientFactory {
     static func makeClient(baseURL: URL, token: String) -> any NetworkClientProtocol {
         let configuration = NetworkConfiguration(baseURL: baseURL)
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            return request
-        }
         return NetworkClient(configuration: configuration)
+            .authenticated(by: BearerTokenAuthenticator(token: { token }, refresh: { _ in token }))
     }
 }

@@ -623,7 +623,8 @@ private func slowStreamReader() async -> (Bool, String) {
     }
     // Courier's buffer and a piece (at most 512 KiB from libcurl), the backlog after a moment in which the reader read
     // nothing; the kernel's loopback buffers (here up to 32 MiB of receive and 4 MiB of send buffer) on top.
-    let bound = StreamDefaults.bufferCapacity + StreamDefaults.maximumBacklog + (512 << 10) + (40 << 20)
+    let bound =
+        NetworkConfiguration.streamBufferCapacity + NetworkConfiguration.maximumStreamBacklog + (512 << 10) + (40 << 20)
     let summary =
         "read \(read >> 20) MiB of a \(total >> 20) MiB stream at about 64 MB/s; the server was at most "
         + "\(mostAhead >> 10) KiB ahead and sent \(server.bodyBytesSent >> 20) MiB"

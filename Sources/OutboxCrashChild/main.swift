@@ -61,11 +61,15 @@ let acknowledged = Set(
 let session = URLSessionConfiguration.ephemeral
 session.timeoutIntervalForRequest = 10
 let configuration = NetworkConfiguration(sessionConfiguration: session, baseURL: baseURL)
-configuration.interceptor = { request in
-    var request = request
-    request.setValue("Bearer crash-test-token", forHTTPHeaderField: "Authorization")
-    return request
+/// The credential, added at send time: the outbox stores none.
+struct CrashTestToken: NetworkRequestInterceptor {
+    func intercept(_ request: URLRequest) async throws -> URLRequest {
+        var request = request
+        request.setValue("Bearer crash-test-token", forHTTPHeaderField: "Authorization")
+        return request
+    }
 }
+configuration.interceptors = [CrashTestToken()]
 let policy = RetryPolicy(baseDelay: 0.01, maxDelay: 0.05)
 let outbox = try Outbox(
     directory: directory, client: NetworkClient(configuration: configuration), retryPolicy: policy,

@@ -18,11 +18,11 @@ struct CredentialSafetyTests {
         let elsewhere = try echoServer(host: "127.0.0.2")
         let origin = try LoopbackServer { _ in .redirect(location: elsewhere.url("/landing").absoluteString) }
         let configuration = origin.configuration(sensitiveHeaders: ["X-Api-Key"])
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization")
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization")
+            }
+        ]
         let request = Echo(
             path: "start", method: .get, additionalHeaders: secrets.merging(["X-Plain": "kept"]) { a, _ in a })
         let echo = try await NetworkClient(configuration: configuration).run(request).value

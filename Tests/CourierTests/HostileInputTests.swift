@@ -221,11 +221,11 @@ struct HostileInputTests {
     func injectedMethodIsRefused(method: String) async throws {
         let server = try echoServer()
         let configuration = server.configuration()
-        configuration.interceptor = { request in
-            var request = request
-            request.httpMethod = method
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.httpMethod = method
+            }
+        ]
         let (outcome, _) = try await timedRun(NetworkClient(configuration: configuration), Echo(method: .get))
         guard case .failure(NetworkClientError.invalidRequest) = outcome else {
             Issue.record("expected invalidRequest, got \(outcome)")
@@ -259,11 +259,11 @@ struct HostileInputTests {
         case .additionalHeaders:
             additionalHeaders = [header.name: header.value]
         case .interceptor:
-            configuration.interceptor = { request in
-                var request = request
-                request.setValue(header.value, forHTTPHeaderField: header.name)
-                return request
-            }
+            configuration.interceptors = [
+                RequestChange { request in
+                    request.setValue(header.value, forHTTPHeaderField: header.name)
+                }
+            ]
         }
         let request = NetworkRequest<Data, EchoedRequest>(
             path: "upload", method: .post, body: Data("hello".utf8), additionalHeaders: additionalHeaders)
@@ -415,11 +415,11 @@ struct HostileInputTests {
         let credentials = [
             "Authorization": "Bearer s3cr3t", "Cookie": "session=s3cr3t", "Proxy-Authorization": "Basic s3cr3t",
         ]
-        configuration.interceptor = { request in
-            var request = request
-            for (name, value) in credentials { request.setValue(value, forHTTPHeaderField: name) }
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                for (name, value) in credentials { request.setValue(value, forHTTPHeaderField: name) }
+            }
+        ]
         let (outcome, _) = try await timedRun(
             NetworkClient(configuration: configuration), Echo(path: "start", method: .get, timeoutInterval: 10))
         let echo = try outcome.get().value

@@ -42,8 +42,8 @@ func steppingClock() -> @Sendable () -> UInt64 {
 func loggingClient(
     _ client: any NetworkClientProtocol, level: LogLevel, redaction: LogRedaction = LogRedaction(),
     maximumBodyLength: Int = 1_024, to collector: LogCollector
-) -> LoggingClient {
-    LoggingClient(
+) -> LoggingDecorator {
+    LoggingDecorator(
         wrapping: client, level: level, redaction: redaction, maximumBodyLength: maximumBodyLength,
         now: steppingClock(), sink: collector.sink)
 }

@@ -116,10 +116,16 @@ struct MicroClientCompatibilityTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("Interceptor values run in order after asyncInterceptor; the ready ones set their headers")
+    @available(*, deprecated, message: "Tests MicroClient's interceptor closures and credential interceptors")
+    @Test("The interceptor closures run first, then the interceptor values in order; the ready ones set their headers")
     func interceptorsInOrder() async throws {
         let server = try echoServer()
         let configuration = server.configuration()
+        configuration.interceptor = { request in
+            var request = request
+            request.setValue("sync", forHTTPHeaderField: "X-Order")
+            return request
+        }
         configuration.asyncInterceptor = { try await Mark(mark: "async").intercept($0) }
         configuration.interceptors = [
             Mark(mark: "first"), Mark(mark: "second"),
@@ -130,7 +136,7 @@ struct MicroClientCompatibilityTests {
         ]
         _ = try await NetworkClient(configuration: configuration).run(Echo(path: "/i", method: .get))
         let received = try #require(server.recordedRequests.last)
-        #expect(received.header("X-Order") == "async,first,second")
+        #expect(received.header("X-Order") == "sync,async,first,second")
         #expect(received.header("Authorization") == "Bearer token")
         #expect(received.header("User-Agent") == "App/1.2")
         #expect(received.header("X-API-Key") == "k")
@@ -146,6 +152,7 @@ struct MicroClientCompatibilityTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @available(*, deprecated, message: "Tests MicroClient's request initializers with interceptors")
     @Test(
         "A throwing interceptor is interceptorFailed, nothing sent; a request's own interceptors replace the configuration's"
     )
@@ -169,6 +176,7 @@ struct MicroClientCompatibilityTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @available(*, deprecated, message: "Tests MicroClient's request initializers with interceptors")
     @Test("DeduplicatingClient never shares a request that carries interceptors of its own")
     func requestInterceptorsAreNotShared() async throws {
         let gate = Gate()
@@ -184,6 +192,7 @@ struct MicroClientCompatibilityTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @available(*, deprecated, message: "Tests MicroClient's request initializers with interceptors")
     @Test("Response interceptors run in order on success; their error reaches the caller unchanged")
     func responseInterceptors() async throws {
         let server = try echoServer()

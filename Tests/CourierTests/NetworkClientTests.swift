@@ -239,32 +239,34 @@ struct NetworkClientTests {
         let configuration = server.configuration()
         let client = NetworkClient(configuration: configuration)
         #expect(try await client.run(Echo(method: .get)).value.header("x-api-key") == nil)
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("k1", forHTTPHeaderField: "X-API-Key")
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.setValue("k1", forHTTPHeaderField: "X-API-Key")
+            }
+        ]
         #expect(try await client.run(Echo(method: .get)).value.header("x-api-key") == "k1")
-        configuration.interceptor = nil
+        configuration.interceptors = []
         #expect(try await client.run(Echo(method: .get)).value.header("x-api-key") == nil)
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("The async interceptor can await a token; when it throws, nothing is sent")
+    @Test("An interceptor can suspend to await a token; when it throws, nothing is sent")
     func asyncInterceptor() async throws {
         struct TokenExpired: Error {}
         let server = try echoServer()
         let configuration = server.configuration()
         let client = NetworkClient(configuration: configuration)
-        configuration.asyncInterceptor = { request in
-            try await Task.sleep(for: .milliseconds(1))
-            var request = request
-            request.setValue("Bearer fresh", forHTTPHeaderField: "Authorization")
-            return request
-        }
-        #expect(try await client.run(Echo(method: .get)).value.header("authorization") == "Bearer fresh")
+        let tokens = TokenSource()
+        configuration.interceptors = [
+            Intercepting { request in
+                var request = request
+                request.setValue("Bearer \(await tokens.next())", forHTTPHeaderField: "Authorization")
+                return request
+            }
+        ]
+        #expect(try await client.run(Echo(method: .get)).value.header("authorization") == "Bearer fresh-1")
 
-        configuration.asyncInterceptor = { _ in throw TokenExpired() }
+        configuration.interceptors = [Intercepting { _ in throw TokenExpired() }]
         await #expect {
             _ = try await client.run(Echo(method: .get))
         } throws: { error in
@@ -275,18 +277,20 @@ struct NetworkClientTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("A caller cancelled while the async interceptor runs sends nothing")
+    @Test("A caller cancelled while an interceptor suspends sends nothing")
     func cancelledDuringInterceptor() async throws {
         let server = try echoServer()
         let configuration = server.configuration()
         let entered = Gate()
         let release = Gate()
-        configuration.asyncInterceptor = { request in
-            entered.open()
-            // A token refresh that ignores cancellation, as many do.
-            while !release.wait(timeout: 0) { await Task.yield() }
-            return request
-        }
+        configuration.interceptors = [
+            Intercepting { request in
+                entered.open()
+                // A token refresh that ignores cancellation, as many do.
+                while !release.wait(timeout: 0) { await Task.yield() }
+                return request
+            }
+        ]
         let client = NetworkClient(configuration: configuration)
         let task = Task { try await client.run(Echo(path: "write", method: .post)) }
         #expect(await eventually { entered.wait(timeout: 0) })
@@ -302,11 +306,11 @@ struct NetworkClientTests {
         let server = try echoServer()
         let configuration = server.configuration()
         let client = NetworkClient(configuration: configuration)
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("v", forHTTPHeaderField: "Bad Name")
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.setValue("v", forHTTPHeaderField: "Bad Name")
+            }
+        ]
         await #expect {
             _ = try await client.run(Echo(method: .get))
         } throws: { error in
@@ -315,11 +319,11 @@ struct NetworkClientTests {
         }
         #expect(server.requestCount == 0)
 
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("x\r\nInjected: yes", forHTTPHeaderField: "X-Note")
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.setValue("x\r\nInjected: yes", forHTTPHeaderField: "X-Note")
+            }
+        ]
         #if canImport(FoundationNetworking)
         // corelibs' URLRequest.setValue drops a value with CR or LF inside the interceptor, before Courier sees it:
         // the header is absent, and nothing is injected.

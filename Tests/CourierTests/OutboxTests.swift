@@ -418,12 +418,12 @@ struct OutboxTests {
                 body: Data(#"{"id":1,"title":"t"}"#.utf8))
         }
         let configuration = server.configuration(sensitiveHeaders: ["X-Api-Key"])
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue("session=\(cookie)", forHTTPHeaderField: "Cookie")
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                request.setValue("session=\(cookie)", forHTTPHeaderField: "Cookie")
+            }
+        ]
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let outbox = try Outbox(directory: directory, client: NetworkClient(configuration: configuration))

@@ -85,7 +85,7 @@ struct PipelineSafetyTests {
         let log = LogCollector()
         let time = VirtualTime()
         let client = loggingClient(
-            RetryingClient(wrapping: server.client(), policy: RetryPolicy(), environment: time.environment),
+            RetryingDecorator(wrapping: server.client(), policy: RetryPolicy(), environment: time.environment),
             level: .info, to: log)
         let once = Echo(path: "once", method: .get, options: RequestOptions(allowsRetry: false, tag: "health"))
         await #expect(throws: NetworkClientError.self) { try await client.run(once) }
@@ -171,11 +171,11 @@ struct PipelineSafetyTests {
     func debugEchoes() async throws {
         let server = try echoServer()
         let configuration = server.configuration()
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("IKEY-5678", forHTTPHeaderField: "X-Api-Key")
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.setValue("IKEY-5678", forHTTPHeaderField: "X-Api-Key")
+            }
+        ]
         let log = LogCollector()
         let client = loggingClient(NetworkClient(configuration: configuration), level: .debug, to: log)
         let request = NetworkRequest<[String: String], EchoedRequest>(
@@ -275,7 +275,7 @@ struct PipelineSafetyTests {
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let time = VirtualTime()
-        let client = RetryingClient(wrapping: server.client(), policy: RetryPolicy(), environment: time.environment)
+        let client = RetryingDecorator(wrapping: server.client(), policy: RetryPolicy(), environment: time.environment)
         // The outbox's own backoff waits until the outbox is closed, so exactly one outbox attempt is made.
         let waitsForever = RetryEnvironment(
             sleep: { _ in try await Task.sleep(nanoseconds: 3_600_000_000_000) }, now: { Date() },
@@ -333,7 +333,7 @@ struct PipelineSafetyTests {
     @Test("A stub answers a download from a canned body, at the destination, and reports progress")
     func stubDownload() async throws {
         let client = StubNetworkClient()
-        client.stub(.get, "/report.csv", status: 200, body: "a,b\n1,2\n")
+        client.stub(.get, "/report.csv", statusCode: 200, body: "a,b\n1,2\n")
         let destination = FileManager.default.temporaryDirectory.appendingPathComponent("stub-\(UUID().uuidString).csv")
         defer { try? FileManager.default.removeItem(at: destination) }
         let progress = Locked<[Int64]>([])

@@ -246,11 +246,11 @@ struct RequestBuildingTests {
         arguments: ["GET /evil HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", "GET ", "", "PO\u{0}ST"])
     func forgedMethod(method: String) async throws {
         let configuration = NetworkConfiguration(baseURL: URL(string: "http://127.0.0.1:9")!)
-        configuration.interceptor = { request in
-            var request = request
-            request.httpMethod = method
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { request in
+                request.httpMethod = method
+            }
+        ]
         await #expect {
             _ = try await NetworkClient(configuration: configuration).run(
                 NetworkRequest<VoidRequest, VoidResponse>(method: .get))

@@ -19,7 +19,7 @@ struct ResilienceCompositionTests {
         let time = VirtualTime(longestWaits: true)
         let store = TokenStore(token: "expired")
         let logged = loggingClient(server.client(), level: .debug, to: log)
-        let client = RetryingClient(wrapping: logged, policy: RetryPolicy(), environment: time.environment)
+        let client = RetryingDecorator(wrapping: logged, policy: RetryPolicy(), environment: time.environment)
             .authenticated(by: store.authenticator)
             .deduplicated()
         let callers = (0..<10).map { _ in Task { try await client.run(Echo(path: "me", method: .get)).value } }

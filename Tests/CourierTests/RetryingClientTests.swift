@@ -104,8 +104,8 @@ final class VirtualTime: Sendable {
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 extension LoopbackServer {
     /// A retrying client for this server on virtual time.
-    func retryingClient(_ policy: RetryPolicy = RetryPolicy(), time: VirtualTime) -> RetryingClient {
-        RetryingClient(wrapping: client(), policy: policy, environment: time.environment)
+    func retryingClient(_ policy: RetryPolicy = RetryPolicy(), time: VirtualTime) -> RetryingDecorator {
+        RetryingDecorator(wrapping: client(), policy: policy, environment: time.environment)
     }
 }
 
@@ -316,7 +316,7 @@ struct RetryingClientTests {
         let refusing = RefusingPort()
         let configuration = refusing.configuration()
         let time = VirtualTime()
-        let client = RetryingClient(
+        let client = RetryingDecorator(
             wrapping: NetworkClient(configuration: configuration), policy: RetryPolicy(), environment: time.environment)
         await #expect {
             try await client.run(Echo(method: .get))
@@ -378,7 +378,7 @@ struct RetryingClientTests {
                 try await Task.sleep(nanoseconds: 60_000_000_000)
             },
             now: { Date() }, random: { $0.upperBound })
-        let client = RetryingClient(wrapping: server.client(), policy: RetryPolicy(), environment: environment)
+        let client = RetryingDecorator(wrapping: server.client(), policy: RetryPolicy(), environment: environment)
         let task = Task { try await client.run(Echo(method: .get)) }
         #expect(await eventually { sleeping.withLock { $0 } })
         let took = await elapsed {

@@ -4,8 +4,8 @@ import LoopbackHTTPServer
 import Testing
 
 // A per-API SDK written the way MicroClient-based SDKs (MicroblogAPI and friends) are written: a factory of
-// `NetworkRequest` values, a client factory that installs a bearer token through `interceptor`, and models.
-// Only the import differs from the seed-era code.
+// `NetworkRequest` values, a client factory, and models; the client factory sends the bearer token the one way
+// Courier has, `authenticated(by:)`, which keeps it at the API's origin.
 
 /// A page of posts.
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -69,13 +69,25 @@ public enum MicroblogAPIFactory {
     /// redirect to another origin, on Linux too (a client on `URLSession.shared` gives no such guarantee there).
     public static func makeClient(authToken: String, baseURL: URL) -> NetworkClientProtocol {
         let configuration = NetworkConfiguration(baseURL: baseURL)
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("Bearer \(authToken)", forHTTPHeaderField: "Authorization")
-            return request
-        }
-        return NetworkClient(configuration: configuration)
+        return NetworkClient(configuration: configuration).authenticated(by: AppToken(token: authToken))
     }
+}
+
+/// The app's token for the API: fixed for the client's life, so a `401` is the outcome, not a reason to renew.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+struct AppToken: Authenticator {
+    let token: String
+
+    func credential() -> String { token }
+
+    func apply(_ credential: String, to headers: inout [String: String]) {
+        headers["Authorization"] = "Bearer " + credential
+    }
+
+    func refresh(rejected: String) -> String { token }
+
+    /// Never: the token cannot be renewed, so the server's `401` reaches the caller as it is.
+    func isRejection(_ error: any Error) -> Bool { false }
 }
 
 @Suite("A MicroClient-style SDK on Courier")
@@ -164,8 +176,8 @@ struct SDKWrapperTests {
     func sdkWithStub() async throws {
         let stub = StubNetworkClient()
         stub.stub(.get, "/posts/bookmarks", data: Self.timeline)
-        stub.stub(.post, "/micropub", status: 202)
-        stub.stub(.delete, "/posts/2", status: 204)
+        stub.stub(.post, "/micropub", statusCode: 202)
+        stub.stub(.delete, "/posts/2", statusCode: 204)
         let client: NetworkClientProtocol = stub
 
         let stubbed = try await client.run(PostsAPIFactory.makeBookmarksRequest())

@@ -57,7 +57,7 @@ struct StreamBackpressureTests {
                 Issue.record("expected responseTooLarge, got \(String(describing: failure))")
                 return
             }
-            #expect(limit == StreamDefaults.bufferCapacity + StreamDefaults.maximumBacklog)
+            #expect(limit == NetworkConfiguration.streamBufferCapacity + NetworkConfiguration.maximumStreamBacklog)
         }
     }
 

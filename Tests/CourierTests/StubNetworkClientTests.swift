@@ -91,7 +91,7 @@ struct StubNetworkClientTests {
     @Test("A VoidResponse accepts an empty body, for 200 and 204 alike")
     func voidResponse() async throws {
         let client = StubNetworkClient()
-        client.stub(.delete, "/todos/1", status: 204)
+        client.stub(.delete, "/todos/1", statusCode: 204)
         client.stub(.put, "/todos/1")
         #expect(try await client.run(TodoRequests.delete(id: 1)).statusCode == 204)
         try await TodoService(client: client).complete(Todo(id: 1, title: "Milk", done: false))
@@ -100,8 +100,8 @@ struct StubNetworkClientTests {
     @Test("Form items, headers and the encoded JSON body are recorded")
     func recordsBodies() async throws {
         let client = StubNetworkClient()
-        client.stub(.post, "/todos", status: 201, body: #"{"id":2,"title":"Bread & jam","done":false}"#)
-        client.stub(.put, "/todos/2", status: 204)
+        client.stub(.post, "/todos", statusCode: 201, body: #"{"id":2,"title":"Bread & jam","done":false}"#)
+        client.stub(.put, "/todos/2", statusCode: 204)
         let created = try await client.run(TodoRequests.create(title: "Bread & jam")).value
         try await TodoService(client: client).complete(created)
 
@@ -115,8 +115,8 @@ struct StubNetworkClientTests {
     @Test("A 4xx body throws unacceptableStatusCode with the payload, which the SDK decodes")
     func errorStatus() async throws {
         let client = StubNetworkClient()
-        client.stub(.get, "/todos/1", status: 403, body: #"{"code":"forbidden","message":"not yours"}"#)
-        client.stub(.get, "/todos/2", status: 404)
+        client.stub(.get, "/todos/1", statusCode: 403, body: #"{"code":"forbidden","message":"not yours"}"#)
+        client.stub(.get, "/todos/2", statusCode: 404)
         let service = TodoService(client: client)
         await #expect(throws: TodoService.Failure.server(TodoAPIError(code: "forbidden", message: "not yours"))) {
             try await service.todo(id: 1)
@@ -175,7 +175,7 @@ struct StubNetworkClientTests {
     @Test("A request's acceptable statuses and decoder apply to canned bodies")
     func requestOptions() async throws {
         let client = StubNetworkClient()
-        client.stub(.get, "/cached", status: 304)
+        client.stub(.get, "/cached", statusCode: 304)
         let cached = NetworkRequest<VoidRequest, VoidResponse>(
             path: "/cached", method: .get, acceptableStatusCodes: Set(200..<300).union([304]))
         #expect(try await client.run(cached).statusCode == 304)
@@ -200,7 +200,7 @@ struct StubNetworkClientTests {
     @Test("Transfers: the form or file a request uploads is recorded as given; a download is stubbed with a value")
     func transfers() async throws {
         let client = StubNetworkClient()
-        client.stub(.post, "/photos", status: 201)
+        client.stub(.post, "/photos", statusCode: 201)
         let downloaded = DownloadedFile(url: URL(fileURLWithPath: "/tmp/report.pdf"), byteCount: 42)
         client.stub(.get, "/report", returning: downloaded)
 

@@ -196,3 +196,42 @@ func firstWithin<Value: Sendable>(
         return first
     }
 }
+
+/// A ``NetworkRequestInterceptor`` that makes `change` to every request: the tests' shorthand for an interceptor of
+/// one line.
+struct RequestChange: NetworkRequestInterceptor {
+    let change: @Sendable (inout URLRequest) -> Void
+
+    init(_ change: @escaping @Sendable (inout URLRequest) -> Void) {
+        self.change = change
+    }
+
+    func intercept(_ request: URLRequest) async throws -> URLRequest {
+        var request = request
+        change(&request)
+        return request
+    }
+}
+
+/// A ``NetworkRequestInterceptor`` that may suspend and throw, from a closure.
+struct Intercepting: NetworkRequestInterceptor {
+    let body: @Sendable (URLRequest) async throws -> URLRequest
+
+    init(_ body: @escaping @Sendable (URLRequest) async throws -> URLRequest) {
+        self.body = body
+    }
+
+    func intercept(_ request: URLRequest) async throws -> URLRequest {
+        try await body(request)
+    }
+}
+
+/// Hands out `fresh-1`, `fresh-2`, … from an actor: a token provider that suspends.
+actor TokenSource {
+    private var issued = 0
+
+    func next() -> String {
+        issued += 1
+        return "fresh-\(issued)"
+    }
+}

@@ -151,7 +151,7 @@ struct ThrottledClientTests {
                 try await RetryEnvironment.live.sleep(seconds)
             },
             now: { Date() }, random: { $0.lowerBound })
-        let client = RetryingClient(wrapping: throttled, policy: RetryPolicy(), environment: environment)
+        let client = RetryingDecorator(wrapping: throttled, policy: RetryPolicy(), environment: environment)
         let response = try await client.run(echo("/once"))
         #expect(response.statusCode == 200)
         #expect(response.metrics.attempts == 2)

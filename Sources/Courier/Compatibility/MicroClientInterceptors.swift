@@ -4,13 +4,48 @@ import Foundation
 import FoundationNetworking
 #endif
 
-// MicroClient 0.0.22–0.0.28's ready request interceptors: NetworkRequestInterceptor values (Courier's own protocol,
-// in Core) that set one header or the timeout. New code prefers asyncInterceptor, authenticated(by:alsoFor:) for a
-// credential, and NetworkRequest.timeoutInterval.
+// MicroClient's ways of changing every request that Courier's one way (NetworkConfiguration.interceptors, a list of
+// NetworkRequestInterceptor values, in Core) covers: the `interceptor` closure of every release, 0.0.18's
+// `asyncInterceptor`, and 0.0.22–0.0.28's ready request interceptors, values that set one header or the timeout.
+// The closures are deprecated and run first, in that order, then `interceptors`; the credential interceptors are
+// deprecated for authenticated(by:alsoFor:), which keeps a credential at its origin and renews it.
+
+extension NetworkConfiguration {
+    /// Called with each `URLRequest` right before it is sent, to modify it: MicroClient's interceptor, from its first
+    /// release. `nil` by default. It runs before ``asyncInterceptor`` and ``interceptors``; setting it affects the next
+    /// request, including on clients already created.
+    @available(
+        *, deprecated,
+        message: "MicroClient's closure: add a NetworkRequestInterceptor to configuration.interceptors instead"
+    )
+    public var interceptor: (@Sendable (URLRequest) -> URLRequest)? {
+        get { currentSettings.interceptor }
+        set { updateSettings { $0.interceptor = newValue } }
+    }
+
+    /// Called with each `URLRequest` after ``interceptor`` and before ``interceptors``, and may suspend or throw: the
+    /// asynchronous interceptor of MicroClient 0.0.18 and of Courier 0.1. `nil` by default. If it throws, the request
+    /// fails with ``NetworkClientError/interceptorFailed(underlying:)`` and nothing is sent. Setting it affects the
+    /// next request, including on clients already created.
+    @available(
+        *, deprecated,
+        message:
+            "Add a NetworkRequestInterceptor (it may suspend and throw too) to configuration.interceptors; for a credential, use client.authenticated(by:)"
+    )
+    public var asyncInterceptor: (@Sendable (URLRequest) async throws -> URLRequest)? {
+        get { currentSettings.asyncInterceptor }
+        set { updateSettings { $0.asyncInterceptor = newValue } }
+    }
+}
 
 /// Sets `Authorization: Bearer <token>` with a token asked for on every request; leaves the request unchanged when
 /// the provider returns `nil`. From MicroClient 0.0.22. For a token that must be refreshed on a 401, prefer
 /// ``NetworkClientProtocol/authenticated(by:alsoFor:)``.
+@available(
+    *, deprecated,
+    message:
+        "MicroClient 0.0.22: send the token with client.authenticated(by: BearerTokenAuthenticator(token:refresh:)), which keeps it at its origin and renews it on a 401"
+)
 public struct BearerAuthorizationInterceptor: NetworkRequestInterceptor {
     private let tokenProvider: @Sendable () async -> String?
 
@@ -30,6 +65,11 @@ public struct BearerAuthorizationInterceptor: NetworkRequestInterceptor {
 }
 
 /// Sets `Authorization: Basic <base64(username:password)>`. From MicroClient 0.0.25.
+@available(
+    *, deprecated,
+    message:
+        "MicroClient 0.0.25: send credentials with client.authenticated(by:) and an Authenticator, which keeps them at their origin"
+)
 public struct BasicAuthInterceptor: NetworkRequestInterceptor {
     private let credentialsProvider: @Sendable () async -> (username: String, password: String)?
 
@@ -59,6 +99,11 @@ public struct BasicAuthInterceptor: NetworkRequestInterceptor {
 
 /// Sends an API key in a header (`X-API-Key` by default). From MicroClient 0.0.25. Add the header's name to
 /// ``NetworkConfiguration/sensitiveHeaders`` so that it is redacted and kept off cross-origin redirects.
+@available(
+    *, deprecated,
+    message:
+        "MicroClient 0.0.25: send the key with client.authenticated(by:) and an Authenticator, which keeps it at its origin"
+)
 public struct APIKeyInterceptor: NetworkRequestInterceptor {
     /// The key.
     public let apiKey: String

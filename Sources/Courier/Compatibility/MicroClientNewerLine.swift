@@ -164,8 +164,10 @@ struct MicroClientStack: NetworkClientProtocol {
         around core: any NetworkClientProtocol, retryPolicy: RetryPolicy?, log: MicroClientOptions.Log?
     ) -> any NetworkClientProtocol {
         var chain = core
-        if let log { chain = LoggingClient(wrapping: chain, level: log.level, sink: log.sink) }
-        if let retryPolicy, retryPolicy.maxAttempts > 1 { chain = RetryingClient(wrapping: chain, policy: retryPolicy) }
+        if let log { chain = LoggingDecorator(wrapping: chain, level: log.level, sink: log.sink) }
+        if let retryPolicy, retryPolicy.maxAttempts > 1 {
+            chain = RetryingDecorator(wrapping: chain, policy: retryPolicy)
+        }
         return chain
     }
 
@@ -431,6 +433,10 @@ extension NetworkRequest {
     ///   - additionalHeaders: Header fields to add; `nil` by default.
     ///   - interceptors: Interceptors for this request, run in order; `nil` runs the configuration's.
     ///   - responseInterceptors: Response interceptors for this request only; `nil` (the configuration's) by default.
+    @available(
+        *, deprecated,
+        message: "MicroClient 0.0.22: use init(path:method:…additionalHeaders:…) and the configuration's interceptors"
+    )
     public init(
         path: String? = nil,
         method: HTTPMethod,
@@ -463,6 +469,11 @@ extension NetworkRequest {
     ///   - encoder: An encoder for this request only; `nil` by default.
     ///   - additionalHeaders: Header fields to add; `nil` by default.
     ///   - responseInterceptors: Response interceptors for this request, run in order.
+    @available(
+        *, deprecated,
+        message:
+            "MicroClient 0.0.25: use init(path:method:…) and check the response where you run it, or in a decorator"
+    )
     public init(
         path: String? = nil,
         method: HTTPMethod,

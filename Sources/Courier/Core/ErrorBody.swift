@@ -29,18 +29,13 @@ extension NetworkClientError {
     public func errorBody<ErrorModel: Decodable>(
         _ type: ErrorModel.Type, decoder: JSONDecoder = JSONDecoder()
     ) -> ErrorModel? {
-        try? decodeErrorBody(type, decoder: decoder)
+        try? decodedErrorBody(type, decoder: decoder)
     }
 
     /// The body of an ``unacceptableStatusCode(statusCode:response:data:)`` error decoded as JSON into `type`.
-    ///
-    /// - Parameters:
-    ///   - type: The server's error model.
-    ///   - decoder: The decoder to use; a plain `JSONDecoder()` by default.
-    /// - Returns: The decoded error model.
-    /// - Throws: ``decodingFailed(underlying:data:)`` with the body when it does not decode (its description names
-    ///   the failing field); this error itself, unchanged, when it is not ``unacceptableStatusCode(statusCode:response:data:)``.
-    public func decodeErrorBody<ErrorModel: Decodable>(
+    /// - Throws: ``decodingFailed(underlying:data:)`` with the body when it does not decode; this error itself,
+    ///   unchanged, when it is not ``unacceptableStatusCode(statusCode:response:data:)``.
+    func decodedErrorBody<ErrorModel: Decodable>(
         _ type: ErrorModel.Type, decoder: JSONDecoder = JSONDecoder()
     ) throws(NetworkClientError) -> ErrorModel {
         guard case .unacceptableStatusCode(_, _, let body) = self else { throw self }
@@ -54,32 +49,5 @@ extension NetworkClientError {
         } catch {
             throw .decodingFailed(underlying: error, data: data)
         }
-    }
-}
-
-extension NetworkRequest {
-    /// The server's error payload in `error`, decoded with this request's decoder, else `configuration`'s: `nil`
-    /// when `error` is not ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)`` or its body
-    /// does not decode into `type`.
-    ///
-    /// ```swift
-    /// do {
-    ///     return try await client.run(request).value
-    /// } catch {
-    ///     if let payload = request.errorBody(APIError.self, from: error, configuration: configuration) { … }
-    ///     throw error
-    /// }
-    /// ```
-    /// - Parameters:
-    ///   - type: The server's error model.
-    ///   - error: The error the client threw.
-    ///   - configuration: The configuration whose ``NetworkConfiguration/defaultDecoder`` to use when the request has
-    ///     no decoder; `nil` (the default) uses a plain `JSONDecoder()`.
-    /// - Returns: The decoded error model, or `nil`.
-    public func errorBody<ErrorModel: Decodable>(
-        _ type: ErrorModel.Type, from error: any Error, configuration: NetworkConfiguration? = nil
-    ) -> ErrorModel? {
-        guard let error = error as? NetworkClientError else { return nil }
-        return error.errorBody(type, decoder: decoder ?? configuration?.defaultDecoder ?? JSONDecoder())
     }
 }

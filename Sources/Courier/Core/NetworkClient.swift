@@ -11,8 +11,9 @@ import FoundationNetworking
 public protocol NetworkClientProtocol: Sendable {
     /// Runs `networkRequest` and returns its decoded response.
     ///
-    /// - Throws: ``NetworkClientError`` when the request cannot be built or sent, the status is not 2xx, or the body
-    ///   cannot be decoded; `CancellationError` when the calling task is cancelled.
+    /// - Throws: ``NetworkClientError`` when the request cannot be built or sent, the status is not acceptable, or
+    ///   the body cannot be decoded; `CancellationError` when the calling task is cancelled; and, through decorators
+    ///   and test doubles, their own errors, unchanged (for example ``AuthenticationError``).
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel>
@@ -205,7 +206,7 @@ public final class NetworkClient: NetworkClientProtocol {
         }
         return StreamSource(
             connection: channel, status: head.statusCode,
-            maximumItemSize: networkRequest.maximumStreamItemSize ?? StreamDefaults.maximumItemSize,
+            maximumItemSize: networkRequest.maximumStreamItemSize ?? NetworkConfiguration.defaultMaximumStreamItemSize,
             decoder: networkRequest.decoder ?? configuration.defaultDecoder, began: began,
             reconnection: reconnection, deadline: deadline, reopen: reopen)
     }

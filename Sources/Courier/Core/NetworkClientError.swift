@@ -4,9 +4,13 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Every way a request can fail, other than cancellation.
+/// Every way ``NetworkClient`` can fail a request, other than cancellation.
 ///
 /// When the calling `Task` is cancelled, Courier throws `CancellationError` instead, and the transfer is cancelled.
+/// Errors that are not Courier's client's reach the caller unchanged, through every decorator: an
+/// ``Authenticator``'s own errors and ``AuthenticationError`` (from `authenticated(by:)`), ``PaginationError`` (from
+/// `pages(of:)`), ``OutboxError`` (from an ``Outbox``), ``StubNetworkClientError`` and a stubbed error (from
+/// ``StubNetworkClient``), and what a decorator or test double of your own throws.
 /// Errors thrown before anything is sent: ``invalidURL(reason:)``, ``invalidHeader(name:reason:)``,
 /// ``invalidRequest(reason:)``, ``encodingFailed(underlying:)`` and ``interceptorFailed(underlying:)``.
 public enum NetworkClientError: Error, Sendable {
@@ -16,8 +20,10 @@ public enum NetworkClientError: Error, Sendable {
     /// A header name is not an RFC 9110 token, or its value holds CR, LF or another control character (header
     /// injection). Nothing was sent. The value is not kept, since it may be a secret.
     case invalidHeader(name: String, reason: String)
-    /// The request is inconsistent: both `formItems` and `body` are set, or its `timeoutInterval` is not a positive,
-    /// finite number. Nothing was sent.
+    /// The request is inconsistent, or cannot be sent as asked: both `formItems` and `body` are set; its
+    /// `timeoutInterval` or `totalTimeout` is not a positive number (NaN, zero or negative); an interceptor set a
+    /// method that is not an RFC 9110 token; or a stream, file upload or download goes to a session or test double
+    /// that cannot carry it. Nothing was sent.
     case invalidRequest(reason: String)
     /// The encoder threw while encoding the body. Nothing was sent.
     case encodingFailed(underlying: any Error)

@@ -4,11 +4,17 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What a ``NetworkClient`` needs to run requests: the session, the default encoder and decoder, the base URL and
-/// the interceptors.
+/// What a ``NetworkClient`` needs to run requests: the base URL, the transport (a `URLSession` Courier drives, by
+/// default), the default encoder and decoder, the interceptors and the limits.
 ///
-/// A class, so that one configuration can be shared and its interceptors set after the client is created; every
-/// property is safe to read and write from any thread, and interceptors are read when each request starts.
+/// Create one with ``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``, which is
+/// `NetworkConfiguration(baseURL:)` with its defaults: a session that Courier creates and owns, the safe default. To
+/// send through another engine (``InMemoryTransport`` in tests, AsyncHTTPClient on a server), use
+/// ``init(transport:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``. The other initializers are for code
+/// written for MicroClient and for a `URLSession` you bring (<doc:MicroClientReleases>).
+///
+/// A class, so that one configuration can be shared and its settings changed after the client is created; every
+/// property is safe to read and write from any thread, and the settings are read when each request starts.
 public final class NetworkConfiguration: Sendable {
     /// The session that runs the requests.
     public let session: URLSession
@@ -83,21 +89,6 @@ public final class NetworkConfiguration: Sendable {
     public var responseCache: ResponseCache? {
         get { settings.withLock { $0.responseCache } }
         set { settings.withLock { $0.responseCache = newValue } }
-    }
-
-    /// Called with each `URLRequest` right before it is sent, to modify it (for example to add an API key).
-    /// `nil` by default. Setting it affects the next request, including on clients already created.
-    public var interceptor: (@Sendable (URLRequest) -> URLRequest)? {
-        get { settings.withLock { $0.interceptor } }
-        set { settings.withLock { $0.interceptor = newValue } }
-    }
-
-    /// Called with each `URLRequest` after ``interceptor``, right before it is sent, and may suspend or throw:
-    /// the place for a token provider that refreshes an access token. `nil` by default. If it throws, the request
-    /// fails with ``NetworkClientError/interceptorFailed(underlying:)`` and nothing is sent.
-    public var asyncInterceptor: (@Sendable (URLRequest) async throws -> URLRequest)? {
-        get { settings.withLock { $0.asyncInterceptor } }
-        set { settings.withLock { $0.asyncInterceptor = newValue } }
     }
 
     /// The largest response body, in bytes after decompression, a request may receive in memory, unless the request

@@ -104,8 +104,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     public internal(set) var additionalHeaders: [String: String]?
     /// The time, in seconds, the request may stay idle before it fails with `URLError.timedOut`;
     /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`. On Linux, where URLSession counts whole
-    /// seconds, it is rounded up: `0.5` waits one second rather than failing at once. It must be a positive, finite
-    /// number, or the request fails with ``NetworkClientError/invalidRequest(reason:)``.
+    /// seconds, it is rounded up: `0.5` waits one second rather than failing at once. It must be a positive number, or
+    /// the request fails with ``NetworkClientError/invalidRequest(reason:)`` (NaN, zero and negative values);
+    /// values above ``NetworkConfiguration/maximumTimeout`` (infinity included) are lowered to it.
     public let timeoutInterval: TimeInterval?
     /// The most time, in seconds, the whole request may take, from sending to the last byte of the response, however
     /// steadily the server sends; `nil` (the default) keeps the session's `timeoutIntervalForResource` (7 days for
@@ -140,7 +141,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// change) by default.
     public var options: RequestOptions
     /// The longest line or event, in bytes, a streamed response (``ServerSentEvents``, ``JSONLines``) accepts; `nil`
-    /// (the default) uses ``StreamDefaults/maximumItemSize`` (1 MiB). A longer one ends the sequence with
+    /// (the default) uses ``NetworkConfiguration/defaultMaximumStreamItemSize`` (1 MiB). A longer one ends the sequence with
     /// ``NetworkClientError/responseTooLarge(limit:)``. Ignored by other response types, which
     /// ``maximumResponseSize`` bounds whole.
     public let maximumStreamItemSize: Int?
@@ -152,7 +153,9 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// origins; `nil` when none did.
     var credentialScope: CredentialScope?
     /// The request's own interceptors, which run in place of ``NetworkConfiguration/interceptors`` for it, in order;
-    /// `nil` (the default) runs the configuration's. Set by the initializers that take `interceptors:`.
+    /// `nil` (the default) runs the configuration's. Set only by MicroClient 0.0.22's initializer that takes
+    /// `interceptors:` (deprecated): new code changes every request with the configuration's
+    /// ``NetworkConfiguration/interceptors``, and one request with its own fields (``additionalHeaders``).
     public internal(set) var interceptors: [any NetworkRequestInterceptor]?
     /// Runs the request in place of the stack its client's configuration built (see ``RequestRunner``); `nil` (the
     /// default) leaves it to the client. Set by the initializers that give a request a way of running of its own.

@@ -8,7 +8,8 @@ import FoundationNetworking
 public struct NetworkResponse<ResponseModel> {
     /// The decoded response body.
     public let value: ResponseModel
-    /// The response metadata; an `HTTPURLResponse` for every request Courier runs.
+    /// The response metadata; an `HTTPURLResponse` for every request Courier runs. Read the status and header fields
+    /// with ``statusCode`` and ``header(_:)``, which need no cast.
     public let response: URLResponse
     /// The raw response body, exactly as received.
     public let data: Data
@@ -19,9 +20,23 @@ public struct NetworkResponse<ResponseModel> {
     /// a fresh or stale stored response, or one the server revalidated.
     public var cacheStatus: CacheStatus
 
-    /// The HTTP status code, or `0` when `response` is not an `HTTPURLResponse` (possible only in test doubles).
+    /// The HTTP status code, for example `200` (or the status a request accepted, such as `404`); `0` only for a
+    /// response a test double built without an `HTTPURLResponse`.
     public var statusCode: Int {
         (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    /// The value of the response header field `name`, compared case-insensitively (`"etag"` finds `ETag`), or `nil`
+    /// when the response has no such field (or is not an HTTP response: only a test double's can be).
+    ///
+    /// ```swift
+    /// let response = try await client.run(request)
+    /// let etag = response.header("ETag")
+    /// ```
+    /// - Parameter name: The field name, in any case.
+    /// - Returns: The field's value, or `nil`.
+    public func header(_ name: String) -> String? {
+        (response as? HTTPURLResponse)?.value(forHTTPHeaderField: name)
     }
 
     /// Creates a response, for example in a test double of ``NetworkClientProtocol``. Its ``metrics`` are those of a

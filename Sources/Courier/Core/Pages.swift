@@ -20,9 +20,6 @@ import FoundationNetworking
 ///   iteration) or a ``PaginationError`` for a next page that repeats one already served (a loop) or a `Link` to
 ///   another origin that is not allowed. After an error, the sequence ends.
 public struct Pages<RequestModel: Encodable & Sendable, Page: Decodable & Sendable>: AsyncSequence, Sendable {
-    /// One page's response.
-    public typealias Element = NetworkResponse<Page>
-
     let client: any NetworkClientProtocol
     let first: NetworkRequest<RequestModel, Page>
     let next: @Sendable (NetworkResponse<Page>) throws -> NetworkRequest<RequestModel, Page>?

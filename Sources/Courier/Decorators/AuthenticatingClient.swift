@@ -26,7 +26,9 @@ import FoundationNetworking
 /// - **Cancellation and deadline.** A request waiting for a renewal stops waiting when its task is cancelled
 ///   (`CancellationError`) or its ``NetworkRequest/totalTimeout`` passes (``NetworkClientError/transportFailed(_:)``
 ///   with `URLError.timedOut`, the error a transfer's deadline throws); the renewal goes on for the others.
-public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: NetworkClientProtocol {
+///
+/// The decorator behind ``NetworkClientProtocol/authenticated(by:alsoFor:maximumRefreshes:refreshWindow:)``.
+final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: NetworkClientProtocol {
     /// The client that runs the requests.
     public let wrapped: any NetworkClientProtocol
     /// Supplies, applies and renews the credential.
@@ -274,16 +276,51 @@ private struct CredentialScopeMemo: Sendable {
 }
 
 extension NetworkClientProtocol {
-    /// Wraps this client so that requests carry `authenticator`'s credential, renewed once (single-flight) when the
-    /// server answers 401.
+    /// Wraps this client so that requests carry `authenticator`'s credential, renewed once for everyone when the
+    /// server rejects it: the one way to add a credential.
+    ///
+    /// ```swift
+    /// let client = NetworkClient(configuration: configuration).authenticated(by: BearerTokenAuthenticator(
+    ///     token: { await tokens.access },
+    ///     refresh: { rejected in try await tokens.renew(replacing: rejected) }))
+    /// ```
+    ///
+    /// - **Single flight.** However many requests are rejected (401) with the same credential at the same time,
+    ///   exactly one renewal runs and all of them wait for it, then are sent again with the renewed credential. A
+    ///   request sent with a credential older than the latest renewed one is sent again with the latest, without
+    ///   another renewal. A request that starts while a renewal runs waits for it.
+    /// - **Once.** A request is sent again at most once: a second rejection is its outcome (the 401 error, unchanged).
+    /// - **Failure.** A renewal that throws fails every request waiting for it with that error, unchanged, and every
+    ///   request that was sent with the same credential before it failed; a request that starts after the failure
+    ///   renews anew.
+    /// - **No storm.** More than `maximumRefreshes` renewals within `refreshWindow` seconds fail with
+    ///   ``AuthenticationError/tooManyRefreshes(limit:window:)`` instead of renewing again.
+    /// - **Only where it belongs.** The credential goes only to requests sent to the configured base URL's origin and
+    ///   to `additionalOrigins`, and never follows a redirect to another origin. The client at the bottom of the
+    ///   stack, which knows the configured base URL, enforces it, so it holds wherever this decorator sits. A request
+    ///   whose credential was withheld for that reason is not renewed on a `401`.
+    /// - **The request's say.** A request with ``RequestOptions/sendsCredential`` `false` (a sign-in, a public
+    ///   endpoint) is passed on untouched.
+    /// - **Cancellation and deadline.** A request waiting for a renewal stops waiting when its task is cancelled
+    ///   (`CancellationError`) or its ``NetworkRequest/totalTimeout`` passes (``NetworkClientError/transportFailed(_:)``
+    ///   with `URLError.timedOut`); the renewal goes on for the others.
+    ///
+    /// It throws what the wrapped client throws (a second 401 included), what ``Authenticator/credential()`` and
+    /// ``Authenticator/refresh(rejected:)`` throw, and ``AuthenticationError``, all unchanged. Implement
+    /// ``Authenticator`` for other schemes (an API key, a signed request); see <doc:Resilience>.
     /// - Parameters:
     ///   - authenticator: Supplies, applies and renews the credential, for example a ``BearerTokenAuthenticator``.
-    ///   - additionalOrigins: Base URLs of other origins that may receive the credential; empty by default (only the
-    ///     configured base URL's origin does).
-    /// - Returns: An ``AuthenticatingClient`` around this client (3 renewals per 60 s at most).
-    public func authenticated<A: Authenticator>(by authenticator: A, alsoFor additionalOrigins: [URL] = [])
-        -> AuthenticatingClient<A>
-    {
-        AuthenticatingClient(wrapping: self, authenticator: authenticator, additionalOrigins: additionalOrigins)
+    ///   - additionalOrigins: Base URLs of other origins (scheme, host, port) that may receive the credential when a
+    ///     request overrides its `baseURL` with them; empty by default (only the configured base URL's origin does).
+    ///   - maximumRefreshes: The most renewals within `refreshWindow`; `3` by default. Values below 1 count as 1.
+    ///   - refreshWindow: The window, in seconds, over which renewals are counted; `60` by default.
+    /// - Returns: A client that authenticates the requests of this one.
+    public func authenticated<A: Authenticator>(
+        by authenticator: A, alsoFor additionalOrigins: [URL] = [], maximumRefreshes: Int = 3,
+        refreshWindow: TimeInterval = 60
+    ) -> some NetworkClientProtocol {
+        AuthenticatingDecorator(
+            wrapping: self, authenticator: authenticator, additionalOrigins: additionalOrigins,
+            maximumRefreshes: maximumRefreshes, refreshWindow: refreshWindow)
     }
 }

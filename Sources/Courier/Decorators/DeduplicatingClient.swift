@@ -34,12 +34,8 @@ public final class DeduplicatingClient: NetworkClientProtocol {
 
     private let table = Locked(CallTable())
 
-    /// Creates a deduplicating client.
-    /// - Parameters:
-    ///   - client: The client that runs the shared calls.
-    ///   - sharedMethods: The methods whose requests may be shared; `[.get, .head]` by default. Only add methods
-    ///     whose requests are safe to send once on behalf of several callers.
-    public init(wrapping client: any NetworkClientProtocol, sharing sharedMethods: Set<HTTPMethod> = [.get, .head]) {
+    /// Creates a deduplicating client (``NetworkClientProtocol/deduplicated(sharing:)``).
+    init(_ client: any NetworkClientProtocol, sharing sharedMethods: Set<HTTPMethod>) {
         self.wrapped = client
         self.sharedMethods = sharedMethods
         sharesGet = sharedMethods.contains(.get)

@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What a ``LoggingClient`` hands its sink for one request: the parts as properties, and the formatted text as
+/// What ``NetworkClientProtocol/logged(level:redacting:maximumBodyLength:to:)`` hands its sink for one request: the parts as properties, and the formatted text as
 /// ``description``. Every value in it is already redacted.
 ///
 /// At ``LogLevel/info`` the description is one line:
@@ -13,6 +13,7 @@ import FoundationNetworking
 /// GET https://api.example.com/v1/posts?page=2&api_key=<redacted> -> 200, 12 ms, 345 bytes
 /// POST https://api.example.com/v1/posts -> 503, 8 ms, 17 bytes, error: unacceptableStatusCode(503)
 /// GET https://api.example.com/v1/posts -> failed, 10003 ms, error: transportFailed(timedOut)
+/// GET https://api.example.com/v1/posts/7 -> 200, 0 ms, 120 bytes, cache: fresh
 /// ```
 ///
 /// At ``LogLevel/debug`` it is followed by one line per request header (`  > Name: value`), the request body
@@ -62,6 +63,11 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     /// ended (``duration`` then runs to the end, ``responseSize`` counts every body byte and ``error`` is what ended
     /// it); `nil` for any other response.
     public internal(set) var stream: StreamLogPhase? = nil
+
+    /// Where the response came from when the configuration has a ``ResponseCache``: written in ``description`` as
+    /// `cache: fresh` (or `revalidated`, …) unless it is ``CacheStatus/network``, the default and the value of every
+    /// failed call.
+    public internal(set) var cacheStatus: CacheStatus = .network
 
     /// The request URL, user info and the named query values redacted.
     public var url: String {
@@ -116,6 +122,10 @@ public struct LogEntry: Sendable, CustomStringConvertible {
             line.append(", ")
             line.append(responseSize)
             line.append(" bytes")
+        }
+        if cacheStatus != .network {
+            line.append(", cache: ")
+            line.append(cacheStatus.description)
         }
         if let errorCase {
             line.append(", error: ")

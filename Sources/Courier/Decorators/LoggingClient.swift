@@ -32,7 +32,9 @@ import FoundationNetworking
 ///     logger.log(level: entry.error == nil ? .info : .error, "\(entry)")
 /// }
 /// ```
-public final class LoggingClient: NetworkClientProtocol {
+///
+/// The decorator behind ``NetworkClientProtocol/logged(level:redacting:maximumBodyLength:to:)``.
+final class LoggingDecorator: NetworkClientProtocol {
     /// The client that runs the requests.
     public let wrapped: any NetworkClientProtocol
     /// How much is written.
@@ -99,7 +101,7 @@ public final class LoggingClient: NetworkClientProtocol {
             guard let source = ResponseKinds.streamSource(of: response.value) else {
                 log(
                     networkRequest, report, start: start, status: response.statusCode, response: head,
-                    data: response.data, error: nil, metrics: response.metrics)
+                    data: response.data, error: nil, metrics: response.metrics, cacheStatus: response.cacheStatus)
                 return response
             }
             // A stream: one entry now that it opened, one when it ends (however it ends, even unread).
@@ -138,7 +140,7 @@ public final class LoggingClient: NetworkClientProtocol {
     private func log<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, _ report: SendReport?, start: UInt64, status: Int?,
         response: HTTPURLResponse?, data: Data?, error: (any Error)?, metrics: RequestMetrics?,
-        stream: StreamLogPhase? = nil
+        stream: StreamLogPhase? = nil, cacheStatus: CacheStatus = .network
     ) {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
@@ -185,7 +187,8 @@ public final class LoggingClient: NetworkClientProtocol {
                 responseHeaders: responseHeaders, requestBody: requestBody, responseBody: responseBody,
                 tag: request.options.tag, redactor: redactor,
                 base: loggedBase(report, request, redactor),
-                path: request.path, queryItems: request.queryItems, metrics: metrics, stream: stream))
+                path: request.path, queryItems: request.queryItems, metrics: metrics, stream: stream,
+                cacheStatus: cacheStatus))
     }
 
     /// The base URL as logged, redacted: a configuration's is redacted once and kept, since a client's requests
@@ -220,17 +223,49 @@ public final class LoggingClient: NetworkClientProtocol {
 }
 
 extension NetworkClientProtocol {
-    /// Wraps this client so that every request is logged to `sink`, secrets redacted.
+    /// Wraps this client so that every request hands a ``LogEntry`` to `sink` when it ends, secrets redacted at every
+    /// level and in every decorator order: the one way to log Courier's requests.
+    ///
+    /// At ``LogLevel/info`` an entry is one line: method, URL, status, duration, response size, the error case on
+    /// failure, and where a response came from when a ``ResponseCache`` answered it:
+    ///
+    /// ```text
+    /// GET https://api.example.com/v1/posts?page=2&api_key=<redacted> -> 200, 12 ms, 345 bytes
+    /// GET https://api.example.com/v1/posts/7 -> 200, 0 ms, 120 bytes, cache: fresh
+    /// DELETE https://api.example.com/v1/posts/7 -> 503, 9 ms, 17 bytes, error: unacceptableStatusCode(503)
+    /// ```
+    ///
+    /// ``LogLevel/debug`` adds the request headers as sent (after the interceptors and the credential), the response
+    /// headers, and the first `maximumBodyLength` bytes of text bodies; binary bodies are written as their size.
+    ///
+    /// - **One entry per call, two per stream.** A streamed response (``ServerSentEvents``, ``JSONLines``,
+    ///   ``ByteStream``) writes one entry when `run` returns at its head (``LogEntry/stream`` is
+    ///   ``StreamLogPhase/opened``) and one when the sequence ends (``StreamLogPhase/ended(_:)``, with the items and
+    ///   bytes read): to count calls, leave out the entries whose `stream` is `.ended`.
+    /// - **Redacted**, at every level: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, the
+    ///   configuration's ``NetworkConfiguration/sensitiveHeaders``, the authenticator's credential, URL user info, a
+    ///   bare query name, and the headers, query parameters and JSON or form body fields that `redaction` names or
+    ///   whose name contains one of its ``LogRedaction/nameFragments``; in bodies, any value of those the request
+    ///   carried, also JSON-escaped or percent-encoded.
+    /// - **Wherever it sits.** The client at the bottom of the stack reports what it sent to the loggers above it, so
+    ///   the rules hold in every order, your own decorators included. Over a test double of your own, which reports
+    ///   nothing, only header values known to be harmless (`Accept`, `Content-Type`, …) are shown.
+    ///
+    /// Courier takes no logging dependency: forward entries to swift-log or `os.Logger` in the sink, or use
+    /// `logged(to:)` of the `CourierObservability` integration. See <doc:Resilience>.
     /// - Parameters:
     ///   - level: How much to write; ``LogLevel/info`` (one line per request) by default.
-    ///   - redaction: What to redact besides the credential headers, the configuration's sensitive headers and URL
-    ///     user info; `LogRedaction()` by default.
-    ///   - sink: Called with each request's ``LogEntry`` after it ended.
-    /// - Returns: A ``LoggingClient`` around this client.
+    ///   - redaction: What to redact besides what always is; `LogRedaction()` by default (common secret names and
+    ///     fragments in headers, queries and bodies).
+    ///   - maximumBodyLength: The most bytes of a body shown at ``LogLevel/debug``; 1,024 by default. Negative values
+    ///     count as 0.
+    ///   - sink: Called with each request's ``LogEntry`` after it ended, on the caller's task.
+    /// - Returns: A client that logs every request of this one.
     public func logged(
-        level: LogLevel = .info, redacting redaction: LogRedaction = LogRedaction(),
+        level: LogLevel = .info, redacting redaction: LogRedaction = LogRedaction(), maximumBodyLength: Int = 1_024,
         to sink: @escaping @Sendable (LogEntry) -> Void
-    ) -> LoggingClient {
-        LoggingClient(wrapping: self, level: level, redaction: redaction, sink: sink)
+    ) -> some NetworkClientProtocol {
+        LoggingDecorator(
+            wrapping: self, level: level, redaction: redaction, maximumBodyLength: maximumBodyLength, sink: sink)
     }
 }

@@ -16,7 +16,9 @@ import FoundationNetworking
 ///
 /// A request with ``RequestOptions/allowsRetry`` `false` is sent once; the ``Outbox`` marks what it sends that way,
 /// since it retries its entries itself (one wire attempt per outbox attempt, whatever the stack).
-public final class RetryingClient: NetworkClientProtocol {
+///
+/// The decorator behind ``NetworkClientProtocol/retrying(_:)``.
+final class RetryingDecorator: NetworkClientProtocol {
     /// The client that runs each attempt.
     public let wrapped: any NetworkClientProtocol
     /// What is retried, how often and how long the client waits.
@@ -114,11 +116,22 @@ struct RetryEnvironment: Sendable {
 }
 
 extension NetworkClientProtocol {
-    /// Wraps this client so that requests failing for a passing reason are sent again after a backoff.
-    /// - Parameter policy: What to retry and how long to wait; `RetryPolicy()` by default: 3 attempts, idempotent
-    ///   methods, transient failures, 0.5 s base and 30 s cap with full jitter, `Retry-After` honoured.
-    /// - Returns: A ``RetryingClient`` around this client.
-    public func retrying(_ policy: RetryPolicy = RetryPolicy()) -> RetryingClient {
-        RetryingClient(wrapping: self, policy: policy)
+    /// Wraps this client so that a request that failed for a passing reason is sent again after a backoff: the one way
+    /// to retry.
+    ///
+    /// What is retried and how long the client waits is `policy`: by default 3 attempts in all, idempotent methods
+    /// only (`GET`, `HEAD`, `PUT`, `DELETE`, `OPTIONS`, or a request with an `Idempotency-Key`), the transient
+    /// transport errors and the statuses 408, 429, 500, 502, 503 and 504 only, with exponential backoff and full
+    /// jitter (0.5 s base, 30 s cap) or the server's `Retry-After` on 429 and 503 (see ``RetryPolicy``).
+    ///
+    /// The error after the last attempt is the last error the wrapped client threw, unchanged, so a caller still sees
+    /// the status and body of the final response. Cancelling the caller's task during a wait ends the call at once
+    /// with `CancellationError`; nothing is sent after that. A request with ``RequestOptions/allowsRetry`` `false` is
+    /// sent once; the ``Outbox`` marks what it sends that way, since it retries its entries itself. The response's
+    /// ``RequestMetrics/attempts`` counts every attempt. See <doc:Resilience>.
+    /// - Parameter policy: What to retry and how long to wait; `RetryPolicy()` by default.
+    /// - Returns: A client that retries the requests of this one.
+    public func retrying(_ policy: RetryPolicy = RetryPolicy()) -> some NetworkClientProtocol {
+        RetryingDecorator(wrapping: self, policy: policy)
     }
 }

@@ -37,11 +37,8 @@ public final class SequentialClient: NetworkClientProtocol {
 
     private let queue = Locked(Queue())
 
-    /// Creates a sequential client.
-    /// - Parameters:
-    ///   - client: The client that runs the requests.
-    ///   - policy: Which requests may overlap; ``Policy/strict`` (none) by default.
-    public init(wrapping client: any NetworkClientProtocol, policy: Policy = .strict) {
+    /// Creates a sequential client (``NetworkClientProtocol/sequential(policy:)``).
+    init(_ client: any NetworkClientProtocol, policy: Policy) {
         self.wrapped = client
         self.policy = policy
     }
@@ -201,17 +198,22 @@ extension SequentialClient {
 }
 
 extension NetworkClientProtocol {
-    /// Wraps this client so that identical requests in flight at the same time share one call.
-    /// - Parameter sharedMethods: The methods whose requests may be shared; `[.get, .head]` by default.
-    /// - Returns: A ``DeduplicatingClient`` around this client.
+    /// Wraps this client so that identical requests in flight at the same time share one call: the one way to
+    /// deduplicate (see ``DeduplicatingClient`` for what counts as identical).
+    /// - Parameter sharedMethods: The methods whose requests may be shared; `[.get, .head]` by default. Only add
+    ///   methods whose requests are safe to send once on behalf of several callers.
+    /// - Returns: A ``DeduplicatingClient`` around this client; its ``DeduplicatingClient/inFlightCount`` tells the
+    ///   calls in flight.
     public func deduplicated(sharing sharedMethods: Set<HTTPMethod> = [.get, .head]) -> DeduplicatingClient {
-        DeduplicatingClient(wrapping: self, sharing: sharedMethods)
+        DeduplicatingClient(self, sharing: sharedMethods)
     }
 
-    /// Wraps this client so that requests run one at a time, in call order.
-    /// - Parameter policy: Which requests may overlap; ``SequentialClient/Policy/strict`` by default.
-    /// - Returns: A ``SequentialClient`` around this client.
+    /// Wraps this client so that requests run one at a time, in call order: the one way to queue them (see
+    /// ``SequentialClient``).
+    /// - Parameter policy: Which requests may overlap; ``SequentialClient/Policy/strict`` (none) by default.
+    /// - Returns: A ``SequentialClient`` around this client; its ``SequentialClient/pendingCount`` tells the calls
+    ///   waiting or running.
     public func sequential(policy: SequentialClient.Policy = .strict) -> SequentialClient {
-        SequentialClient(wrapping: self, policy: policy)
+        SequentialClient(self, policy: policy)
     }
 }

@@ -40,18 +40,21 @@ public final class ThrottledClient: NetworkClientProtocol {
 
     private let gate: ThrottleGate
 
-    /// Creates a throttled client.
+    /// Creates a throttled client (``NetworkClientProtocol/throttled(maxConcurrent:perSecond:)``).
     /// - Parameters:
     ///   - client: The client that runs each request.
     ///   - maxConcurrent: The most requests in flight at once; values below 1 count as 1.
-    ///   - perSecond: The most requests started per second, after a burst of `maxConcurrent`; `nil` (the default),
-    ///     zero, a negative or a non-finite number sets no rate limit.
-    public init(wrapping client: any NetworkClientProtocol, maxConcurrent: Int, perSecond: Double? = nil) {
+    ///   - perSecond: The most requests started per second, after a burst of `maxConcurrent`; `nil`, zero, a negative
+    ///     or a non-finite number sets no rate limit.
+    ///   - clock: The clock of the rate and the pauses; the monotonic clock by default, a virtual one in tests.
+    init(
+        wrapping client: any NetworkClientProtocol, maxConcurrent: Int, perSecond: Double?, clock: ThrottleClock = .live
+    ) {
         self.wrapped = client
         self.maxConcurrent = max(1, maxConcurrent)
         let rate = perSecond.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
         self.perSecond = rate
-        gate = ThrottleGate(capacity: self.maxConcurrent, rate: rate)
+        gate = ThrottleGate(capacity: self.maxConcurrent, rate: rate, clock: clock)
     }
 
     /// The requests running in the wrapped client now.
@@ -59,8 +62,8 @@ public final class ThrottledClient: NetworkClientProtocol {
     /// The callers waiting for their turn now.
     public var waitingCount: Int { gate.counts.waiting }
 
-    /// When the pause of the origin of requests without a base URL override ends, in uptime nanoseconds; `nil` when
-    /// it is not paused (for tests).
+    /// When the pause of the origin of requests without a base URL override ends, in the clock's nanoseconds; `nil`
+    /// when it is not paused (for tests).
     var pauseEnd: UInt64? { gate.pauseEnd(origin: "") }
 
     /// Runs `networkRequest` once its turn comes: a free slot, a token when ``perSecond`` is set, and no pause of its
@@ -77,14 +80,14 @@ public final class ThrottledClient: NetworkClientProtocol {
         defer { gate.leave() }
         do {
             let response = try await wrapped.run(networkRequest)
-            if response.statusCode == 429 || response.statusCode == 503,
-                let head = response.response as? HTTPURLResponse
-            {
-                gate.observe(head, origin: origin)
+            if response.statusCode == 429 || response.statusCode == 503 {
+                gate.observe(retryAfter: response.header("Retry-After"), origin: origin)
             }
             return response
         } catch NetworkClientError.unacceptableStatusCode(let status, let head, let data) {
-            if status == 429 || status == 503 { gate.observe(head, origin: origin) }
+            if status == 429 || status == 503 {
+                gate.observe(retryAfter: head.value(forHTTPHeaderField: "Retry-After"), origin: origin)
+            }
             throw NetworkClientError.unacceptableStatusCode(statusCode: status, response: head, data: data)
         }
     }
@@ -92,14 +95,36 @@ public final class ThrottledClient: NetworkClientProtocol {
 
 extension NetworkClientProtocol {
     /// Wraps this client so that at most `maxConcurrent` requests run at once, at most `perSecond` start each second,
-    /// callers wait in arrival order, and an origin that answers `429`/`503` with `Retry-After` is paused until then.
+    /// callers wait in arrival order, and an origin that answers `429`/`503` with `Retry-After` is paused until then:
+    /// the one way to throttle (see ``ThrottledClient`` for every rule).
     /// - Parameters:
     ///   - maxConcurrent: The most requests in flight at once; values below 1 count as 1.
-    ///   - perSecond: The most starts per second after a burst of `maxConcurrent`; `nil` (the default) for none.
-    /// - Returns: A ``ThrottledClient`` around this client.
+    ///   - perSecond: The most starts per second after a burst of `maxConcurrent`; `nil` (the default), zero, a
+    ///     negative or a non-finite number for none.
+    /// - Returns: A ``ThrottledClient`` around this client; its ``ThrottledClient/inFlightCount`` and
+    ///   ``ThrottledClient/waitingCount`` tell how full it is.
     public func throttled(maxConcurrent: Int, perSecond: Double? = nil) -> ThrottledClient {
         ThrottledClient(wrapping: self, maxConcurrent: maxConcurrent, perSecond: perSecond)
     }
+}
+
+/// The clock of a ``ThrottledClient``: its token bucket, its origin pauses and the wake-ups between them. Tests inject
+/// a virtual one, as ``RetryEnvironment`` and the outbox's environment are, so that nothing really waits.
+struct ThrottleClock: Sendable {
+    /// Nanoseconds on a monotonic clock.
+    var now: @Sendable () -> UInt64
+    /// Returns once ``now`` has reached `deadline` (at once when it has), or when the task is cancelled.
+    var sleep: @Sendable (_ deadline: UInt64) async -> Void
+    /// The wall clock, for a `Retry-After` given as an HTTP-date.
+    var date: @Sendable () -> Date
+
+    static let live = ThrottleClock(
+        now: { DispatchTime.now().uptimeNanoseconds },
+        sleep: { deadline in
+            let now = DispatchTime.now().uptimeNanoseconds
+            if deadline > now { try? await Task.sleep(nanoseconds: deadline - now) }
+        },
+        date: { Date() })
 }
 
 /// The line of a ``ThrottledClient``: slots, tokens, origin pauses and the callers waiting, under one lock.
@@ -126,12 +151,14 @@ final class ThrottleGate: Sendable {
 
     private let capacity: Int
     private let rate: Double?
+    private let clock: ThrottleClock
     private let state: Locked<State>
 
-    init(capacity: Int, rate: Double?) {
+    init(capacity: Int, rate: Double?, clock: ThrottleClock) {
         self.capacity = capacity
         self.rate = rate
-        state = Locked(State(tokens: Double(capacity), refilled: DispatchTime.now().uptimeNanoseconds))
+        self.clock = clock
+        state = Locked(State(tokens: Double(capacity), refilled: clock.now()))
     }
 
     var counts: (inFlight: Int, waiting: Int) {
@@ -175,12 +202,10 @@ final class ThrottleGate: Sendable {
         pump()
     }
 
-    /// Pauses `origin` when `head` carries a readable `Retry-After`.
-    func observe(_ head: HTTPURLResponse, origin: String) {
-        guard let value = head.value(forHTTPHeaderField: "Retry-After"),
-            let seconds = RetryAfter.seconds(value, now: Date()), seconds > 0
-        else { return }
-        let until = DispatchTime.now().uptimeNanoseconds + UInt64(min(seconds, ThrottledClient.maximumPause) * 1e9)
+    /// Pauses `origin` when `retryAfter` is a readable `Retry-After` value.
+    func observe(retryAfter value: String?, origin: String) {
+        guard let value, let seconds = RetryAfter.seconds(value, now: clock.date()), seconds > 0 else { return }
+        let until = clock.now() + UInt64(min(seconds, ThrottledClient.maximumPause) * 1e9)
         state.withLock { state in
             state.pausedUntil[origin] = max(state.pausedUntil[origin] ?? 0, until)
         }
@@ -194,7 +219,7 @@ final class ThrottleGate: Sendable {
             // The clock is read under the lock: read before it, a pump that took the lock second could carry an
             // earlier time than the refill before it, and the unsigned difference wrapped around to a full bucket
             // (a burst of more than `capacity` starts, seen under the thread sanitizer).
-            let now = DispatchTime.now().uptimeNanoseconds
+            let now = clock.now()
             if let rate {
                 let elapsed = Double(now &- state.refilled) / 1e9
                 state.tokens = min(Double(capacity), state.tokens + elapsed * rate)
@@ -229,11 +254,10 @@ final class ThrottleGate: Sendable {
         if let wakeAt { schedule(at: wakeAt) }
     }
 
-    /// Pumps again at `time` (uptime nanoseconds).
+    /// Pumps again at `time` (the clock's nanoseconds).
     private func schedule(at time: UInt64) {
-        Task { [weak self] in
-            let now = DispatchTime.now().uptimeNanoseconds
-            if time > now { try? await Task.sleep(nanoseconds: time - now) }
+        Task { [weak self, clock] in
+            await clock.sleep(time)
             guard let self else { return }
             self.state.withLock { state in
                 if state.wake == time { state.wake = nil }

@@ -20,9 +20,6 @@ import FoundationNetworking
 /// them (after decompression), never empty. The sequence is read once; breaking out of the loop, cancelling the
 /// reading task or dropping the sequence stops the transfer. See <doc:Streaming>.
 public struct ByteStream: AsyncSequence, Sendable, Decodable {
-    /// Each element is one chunk of the body.
-    public typealias Element = Data
-
     private let content: StreamContent<Data>
 
     /// A stream that yields `chunks` (empty ones left out), then ends: for a test double.

@@ -24,7 +24,7 @@ import FoundationNetworking
 /// Each non-blank line (ended by LF or CRLF; the last one may have no line end) is decoded as one `Element` with the
 /// request's decoder, or the configuration's. A line that does not decode ends the sequence with
 /// ``NetworkClientError/decodingFailed(underlying:data:)`` carrying that line, after the lines before it; a line longer
-/// than ``NetworkRequest/maximumStreamItemSize`` (``StreamDefaults/maximumItemSize``, 1 MiB) ends it with
+/// than ``NetworkRequest/maximumStreamItemSize`` (``NetworkConfiguration/defaultMaximumStreamItemSize``, 1 MiB) ends it with
 /// ``NetworkClientError/responseTooLarge(limit:)``. The sequence is read once; breaking out of the loop, cancelling
 /// the reading task or dropping the sequence stops the transfer. See <doc:Streaming>.
 public struct JSONLines<Element: Decodable & Sendable>: AsyncSequence, Sendable, Decodable {

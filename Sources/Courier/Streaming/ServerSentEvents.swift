@@ -23,16 +23,13 @@ import FoundationNetworking
 /// CRLF, LF and CR line endings; comments; `event`, `data` (lines joined with LF), `id` (ignored when it contains
 /// NUL; it persists as the last event ID) and `retry`; a block without data dispatches nothing, and a last block
 /// without its blank line is discarded. A line or an event longer than the request's
-/// ``NetworkRequest/maximumStreamItemSize`` (``StreamDefaults/maximumItemSize``, 1 MiB) ends the sequence with
+/// ``NetworkRequest/maximumStreamItemSize`` (``NetworkConfiguration/defaultMaximumStreamItemSize``, 1 MiB) ends the sequence with
 /// ``NetworkClientError/responseTooLarge(limit:)``.
 ///
 /// The sequence is read once. Breaking out of the loop, cancelling the reading task or dropping the sequence stops the
 /// transfer and closes the connection. A `GET` with a ``StreamReconnection`` is opened again, with `Last-Event-ID`,
 /// when it ends or drops. See <doc:Streaming>.
 public struct ServerSentEvents: AsyncSequence, Sendable, Decodable {
-    /// Each element is one dispatched event.
-    public typealias Element = ServerSentEvent
-
     private let content: StreamContent<ServerSentEvent>
 
     /// A stream that yields `events`, then ends: for a test double (``StubNetworkClient/stub(_:_:returning:statusCode:)``).

@@ -9,18 +9,18 @@ import FoundationNetworking
 /// than the network.
 ///
 /// - A transport that can wait calls ``HTTPExchange/readyForMore()`` before it reads the next piece: it suspends while
-///   ``StreamDefaults/bufferCapacity`` bytes wait unread, so what is buffered never exceeds the capacity plus one
+///   ``NetworkConfiguration/streamBufferCapacity`` bytes wait unread, so what is buffered never exceeds the capacity plus one
 ///   piece, and the server feels the backpressure through its own socket. `InMemoryTransport` and the
 ///   AsyncHTTPClient transport do this.
 /// - A transport that cannot wait hands pieces from a callback: Courier's `URLSession` delegate. There ``write(_:)``
-///   holds the callback's thread while the buffer is full and the reader reads, ``StreamDefaults/maximumHold`` at a
+///   holds the callback's thread while the buffer is full and the reader reads, ``NetworkConfiguration/maximumStreamHold`` at a
 ///   time, which holds libcurl back; but only while no other of Courier's `URLSession` calls is in flight
 ///   (`mayHoldTransport`, asked again at every wake-up, and a call that starts wakes the holders:
 ///   ``wakeHolders()``): on Linux every session in the process shares that thread, and holding it would hold them
 ///   all. A reader that takes nothing for a whole hold is not waited for until it reads again. Without holding,
-///   pieces are buffered up to ``StreamDefaults/maximumBacklog`` more, and then the stream ends with
+///   pieces are buffered up to ``NetworkConfiguration/maximumStreamBacklog`` more, and then the stream ends with
 ///   ``NetworkClientError/responseTooLarge(limit:)`` (a transport that runs alone first gives a stalled reader
-///   ``StreamDefaults/maximumStall`` to read again). Memory stays bounded either way.
+///   ``NetworkConfiguration/maximumStreamStall`` to read again). Memory stays bounded either way.
 ///
 /// It also carries the opening: ``awaitOpening()`` returns the head once the stream's sink accepted it, or how the
 /// exchange ended without opening (an error status with its body, a redirect to follow, a failure).
@@ -94,8 +94,10 @@ final class StreamChannel: @unchecked Sendable {
     }
 
     init(
-        capacity: Int = StreamDefaults.bufferCapacity, backlog: Int = StreamDefaults.maximumBacklog,
-        hold: TimeInterval = StreamDefaults.maximumHold, stall: TimeInterval = StreamDefaults.maximumStall,
+        capacity: Int = NetworkConfiguration.streamBufferCapacity,
+        backlog: Int = NetworkConfiguration.maximumStreamBacklog,
+        hold: TimeInterval = NetworkConfiguration.maximumStreamHold,
+        stall: TimeInterval = NetworkConfiguration.maximumStreamStall,
         mayHoldTransport: @escaping @Sendable () -> Bool = { TransportCall.runsAlone }
     ) {
         self.mayHoldTransport = mayHoldTransport

@@ -42,7 +42,8 @@ extension StreamResponseKind {
     static func stubbed(body: Data, decoder: JSONDecoder, destination: URL?) throws -> Self {
         Self(
             reading: StreamSource(
-                connection: .replaying([body]), maximumItemSize: StreamDefaults.maximumItemSize, decoder: decoder,
+                connection: .replaying([body]), maximumItemSize: NetworkConfiguration.defaultMaximumStreamItemSize,
+                decoder: decoder,
                 began: DispatchTime.now().uptimeNanoseconds))
     }
 }

@@ -13,8 +13,8 @@ import FoundationNetworking
 /// ```swift
 /// let client = StubNetworkClient()
 /// client.stub(.get, "/posts/bookmarks", returning: PostsResponse(items: []))
-/// client.stub(.post, "/micropub", status: 202)
-/// client.stub(.get, "/posts/99", status: 404, body: #"{"code":"not_found"}"#)
+/// client.stub(.post, "/micropub", statusCode: 202, headers: ["Location": "/posts/7"])
+/// client.stub(.get, "/posts/99", statusCode: 404, body: #"{"code":"not_found"}"#)
 /// client.stub(.delete, "/posts/1", throwing: URLError(.notConnectedToInternet))
 ///
 /// let posts = try await client.run(PostsAPIFactory.makeBookmarksRequest()).value
@@ -99,22 +99,31 @@ public final class StubNetworkClient: NetworkClientProtocol {
         }
     }
 
-    /// What a stub answers with.
+    /// What a stub answers with: what ``stub(label:where:answer:)``'s closure returns. The other `stub` methods
+    /// make these answers: `returning:` a ``value(_:statusCode:)``, `body:` and `data:` a
+    /// ``body(_:statusCode:headers:)``, `throwing:` an ``error(_:)``.
     public enum Answer: Sendable {
-        /// This value, as if decoded from a `200` response; it must be of the request's `ResponseModel` type.
+        /// This value, as if decoded from a response of `statusCode` (`200` in the `stub` methods), with no header
+        /// fields; it must be of the request's `ResponseModel` type. The status is not checked against the
+        /// acceptable ones.
         case value(any Sendable, statusCode: Int)
-        /// These bytes as the response body with this status, handled as ``NetworkClient`` handles a server's.
+        /// These bytes as the response body, with this status and these header fields, handled as ``NetworkClient``
+        /// handles a server's: a status outside the acceptable ones throws
+        /// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)`` with the body; an acceptable one is
+        /// decoded into the request's `ResponseModel`. The fields are the response's
+        /// (``NetworkResponse/header(_:)``).
         case body(Data, statusCode: Int, headers: [String: String])
         /// This error, thrown as is.
         case error(any Error)
 
-        /// A response of `statusCode` whose body is `text` in UTF-8, usually JSON, with no header fields.
+        /// A response of `statusCode` whose body is `text` in UTF-8, usually JSON.
         /// - Parameters:
         ///   - text: The body.
         ///   - statusCode: The status; `200` by default.
+        ///   - headers: The response header fields; none by default.
         /// - Returns: A ``body(_:statusCode:headers:)`` answer.
-        public static func json(_ text: String, statusCode: Int = 200) -> Answer {
-            .body(Data(text.utf8), statusCode: statusCode, headers: [:])
+        public static func json(_ text: String, statusCode: Int = 200, headers: [String: String] = [:]) -> Answer {
+            .body(Data(text.utf8), statusCode: statusCode, headers: headers)
         }
     }
 
@@ -173,34 +182,42 @@ public final class StubNetworkClient: NetworkClientProtocol {
         add(Self.label(method, path), Self.matching(method, path)) { _ in .value(value, statusCode: statusCode) }
     }
 
-    /// Answers requests with `method` and `path` with a response of `status` and `body`, handled as a server's
-    /// response: a status outside the acceptable ones throws ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``
-    /// with the body, and an acceptable one is decoded into the request's `ResponseModel`.
+    /// Answers requests with `method` and `path` with a response of `statusCode`, `headers` and `body`, handled as a
+    /// server's response: a status outside the acceptable ones throws
+    /// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)`` with the body, and an acceptable one is
+    /// decoded into the request's `ResponseModel`. The header fields are the response's: ``NetworkResponse/header(_:)``
+    /// reads them, and `Content-Type: text/event-stream` lets a ``ServerSentEvents`` request parse the body.
+    ///
+    /// ```swift
+    /// client.stub(.get, "/posts/7", statusCode: 200, body: #"{"id":7}"#, headers: ["ETag": "\"v2\""])
+    /// client.stub(.get, "/posts/8", statusCode: 404, body: #"{"code":"not_found"}"#)
+    /// ```
     /// - Parameters:
     ///   - method: The method to match.
     ///   - path: The path to match; a leading `/` does not matter.
-    ///   - status: The response status; `200` by default.
+    ///   - statusCode: The response status; `200` by default.
     ///   - body: The body as UTF-8 text, usually JSON; empty by default.
     ///   - headers: The response header fields; none by default.
     public func stub(
-        _ method: HTTPMethod, _ path: String, status: Int = 200, body: String = "", headers: [String: String] = [:]
+        _ method: HTTPMethod, _ path: String, statusCode: Int = 200, body: String = "",
+        headers: [String: String] = [:]
     ) {
-        stub(method, path, status: status, data: Data(body.utf8), headers: headers)
+        stub(method, path, statusCode: statusCode, data: Data(body.utf8), headers: headers)
     }
 
-    /// Answers requests with `method` and `path` with a response of `status` and the raw `data` as its body; see
-    /// ``stub(_:_:status:body:headers:)``.
+    /// Answers requests with `method` and `path` with a response of `statusCode`, `headers` and the raw `data` as its
+    /// body; see ``stub(_:_:statusCode:body:headers:)``.
     /// - Parameters:
     ///   - method: The method to match.
     ///   - path: The path to match; a leading `/` does not matter.
-    ///   - status: The response status; `200` by default.
+    ///   - statusCode: The response status; `200` by default.
     ///   - data: The body bytes.
     ///   - headers: The response header fields; none by default.
     public func stub(
-        _ method: HTTPMethod, _ path: String, status: Int = 200, data: Data, headers: [String: String] = [:]
+        _ method: HTTPMethod, _ path: String, statusCode: Int = 200, data: Data, headers: [String: String] = [:]
     ) {
         add(Self.label(method, path), Self.matching(method, path)) { _ in
-            .body(data, statusCode: status, headers: headers)
+            .body(data, statusCode: statusCode, headers: headers)
         }
     }
 

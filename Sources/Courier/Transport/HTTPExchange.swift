@@ -119,10 +119,10 @@ public final class HTTPExchange: Sendable {
     /// Returns once Courier can take another piece of the body, or `false` when it needs no more (stop reading).
     ///
     /// Only a streamed response (``ServerSentEvents``, ``JSONLines``, ``ByteStream``) ever waits here: while its reader
-    /// has ``StreamDefaults/bufferCapacity`` bytes unread. A transport that can pause reading calls it before it reads
+    /// has ``NetworkConfiguration/streamBufferCapacity`` bytes unread. A transport that can pause reading calls it before it reads
     /// each next piece, so that a slow reader holds the server back through the connection itself; a transport that
     /// cannot (one driven by callbacks) need not call it, and ``receive(_:)-(Data)`` then holds the calling thread,
-    /// for a bounded time (see ``StreamDefaults``).
+    /// for a bounded time (see ``NetworkConfiguration/maximumStreamHold``).
     public func readyForMore() async -> Bool {
         guard let stream else { return !isStopped }
         // A stop (the deadline, the caller's cancellation) or the transport's own cancellation ends the wait at once.

@@ -416,13 +416,13 @@ struct AsyncHTTPClientTransportStreamingTests {
             }
         }
         // What can sit between the server's writes and a reader that reads nothing, once the transport waits in
-        // readyForMore(): Courier's buffer (StreamDefaults.bufferCapacity, 1 MiB, plus the piece that filled it);
+        // readyForMore(): Courier's buffer (NetworkConfiguration.streamBufferCapacity, 1 MiB, plus the piece that filled it);
         // AsyncHTTPClient's one buffered piece and what NIO's last reads took (a few 64 KiB reads); the client
         // socket's receive buffer, which Linux autotunes from what the client read before it was held back (1 to 3 MiB
         // seen here); and the server socket's send buffer (512 KiB: the test server fixes it). About 2 to 5 MiB in all
         // (2.2 to 4.3 MiB measured); 8 MiB bounds it with room, an eighth of the body. Without the wait the transport
-        // read on: the server wrote 17 MiB and the stream failed at StreamDefaults.maximumBacklog.
-        #expect(held >= StreamDefaults.bufferCapacity, "the server wrote \(held) bytes")
+        // read on: the server wrote 17 MiB and the stream failed at NetworkConfiguration.maximumStreamBacklog.
+        #expect(held >= NetworkConfiguration.streamBufferCapacity, "the server wrote \(held) bytes")
         #expect(held < 8 << 20, "the server wrote \(held) bytes while the reader held back")
 
         var count = 0

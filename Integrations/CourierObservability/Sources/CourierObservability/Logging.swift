@@ -3,8 +3,9 @@ import Foundation
 import Logging
 
 extension NetworkClientProtocol {
-    /// Wraps this client so that every request is logged to `logger` (swift-log), secrets redacted as in every
-    /// ``LoggingClient``: one message per request, its parts as metadata.
+    /// Wraps this client so that every request is logged to `logger` (swift-log), secrets redacted as
+    /// `logged(level:redacting:maximumBodyLength:to:)` redacts them (this is that decorator, with a sink that writes to
+    /// `logger`): one message per request (two for a stream: its opening and its end), its parts as metadata.
     ///
     /// The message is the entry's one-line text (`GET https://api.example.com/v1/posts -> 200, 12 ms, 345 bytes`).
     /// The metadata: `http.method`, `http.url` (user info and the named query values redacted), `http.status`,
@@ -19,10 +20,12 @@ extension NetworkClientProtocol {
     /// - Parameters:
     ///   - logger: The swift-log logger.
     ///   - redaction: What to redact besides what always is; `LogRedaction()` by default.
-    /// - Returns: A ``LoggingClient`` around this client.
-    public func logged(to logger: Logger, redacting redaction: LogRedaction = LogRedaction()) -> LoggingClient {
+    /// - Returns: A client that logs every request of this one.
+    public func logged(to logger: Logger, redacting redaction: LogRedaction = LogRedaction())
+        -> some NetworkClientProtocol
+    {
         let level: LogLevel = logger.logLevel <= .debug ? .debug : .info
-        return LoggingClient(wrapping: self, level: level, redaction: redaction) { entry in
+        return logged(level: level, redacting: redaction) { entry in
             logger.log(
                 level: SwiftLogBridge.level(of: entry), "\(entry.summary)", metadata: SwiftLogBridge.metadata(of: entry)
             )

@@ -15,16 +15,21 @@ extension NetworkClientProtocol {
     /// The dimensions are bounded: `method` (`GET`), `status_class` (`2xx` … `5xx`, or `none` when no response
     /// arrived), `origin` (`https://api.example.com`: scheme, host and port, never a path or a query) and `error` (the
     /// error's case: `unacceptableStatusCode`, `transportFailed(timedOut)`, `cancelled`, …, never a text). The
-    /// numbers come from the ``LogEntry`` of a ``LoggingClient``, so they hold in every decorator order; the URL's
-    /// user info never reaches a dimension.
+    /// numbers come from the ``LogEntry`` of `logged(level:redacting:maximumBodyLength:to:)`, so they hold in every
+    /// decorator order; the URL's user info never reaches a dimension. A streamed response counts once, as the call
+    /// that opened it (its duration is the time to the head): the entry a stream writes when it ends is not counted.
     ///
     /// - Parameters:
     ///   - prefix: The start of every label; `"courier"` by default.
     ///   - factory: Where the metrics go; `MetricsSystem.factory` (what the process bootstrapped) by default.
-    /// - Returns: A ``LoggingClient`` whose sink records the metrics.
-    public func reportingMetrics(prefix: String = "courier", to factory: (any MetricsFactory)? = nil) -> LoggingClient {
+    /// - Returns: A client that records the metrics of every request of this one.
+    public func reportingMetrics(prefix: String = "courier", to factory: (any MetricsFactory)? = nil)
+        -> some NetworkClientProtocol
+    {
         let factory = factory ?? MetricsSystem.factory
-        return LoggingClient(wrapping: self, level: .info) { entry in
+        return logged(level: .info) { entry in
+            // One call, one count: a stream's second entry, at its end, is not another call.
+            if case .ended = entry.stream { return }
             let dimensions = MetricsBridge.dimensions(of: entry)
             CoreMetrics.Timer(label: "\(prefix).request.duration", dimensions: dimensions, factory: factory)
                 .recordNanoseconds(Int64((entry.duration * 1_000_000_000).rounded()))

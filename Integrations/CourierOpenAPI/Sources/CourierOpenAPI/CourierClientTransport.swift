@@ -47,7 +47,7 @@ public struct CourierClientTransport: ClientTransport {
         /// As it arrives (the default): each operation runs as a `NetworkRequest<Data, ByteStream>`, the response is
         /// handed over at its head, and its `HTTPBody` (iterated once) yields the chunks as the transport receives
         /// them, its length the `Content-Length` when the server sent one and no `Content-Encoding`. Reading drives
-        /// the transfer: a reader that falls behind holds the server back (``StreamDefaults/bufferCapacity``), one that
+        /// the transfer: a reader that falls behind holds the server back (``NetworkConfiguration/streamBufferCapacity``), one that
         /// stops iterating, drops the body or is cancelled ends it. A stream's rules apply to a successful status:
         /// ``NetworkConfiguration/maximumResponseSize`` does not bound its body, it is never shared by
         /// ``DeduplicatingClient`` nor cached, and a logging decorator logs it when it opens and when it ends.
