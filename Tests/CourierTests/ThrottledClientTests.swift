@@ -4,22 +4,13 @@ import Testing
 
 @testable import Courier
 
-/// Server-side arrival times, in seconds on the monotonic clock.
-@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-final class Arrivals: Sendable {
-    private let times = Locked<[(path: String, at: TimeInterval)]>([])
-
-    func record(_ path: String) {
-        let now = ProcessInfo.processInfo.systemUptime
-        times.withLock { $0.append((path, now)) }
-    }
-
-    var all: [(path: String, at: TimeInterval)] { times.withLock { $0 } }
-}
-
 @Suite("Throttled client")
 struct ThrottledClientTests {
     private func echo(_ path: String) -> Echo { Echo(path: path, method: .get) }
+
+    private static func get(_ path: String) -> NetworkRequest<VoidRequest, VoidResponse> {
+        NetworkRequest(path: path, method: .get)
+    }
 
     @Test("200 callers never have more than N requests in flight at the server")
     func neverMoreThanN() async throws {
@@ -93,97 +84,108 @@ struct ThrottledClientTests {
 
     @Test("One 429 with Retry-After pauses the origin: the 199 callers waiting are not sent into it")
     func pauseOn429() async throws {
-        let arrivals = Arrivals()
-        let first = Locked(true)
-        let server = try LoopbackServer { request in
-            arrivals.record(request.path)
-            let isFirst = first.withLock { state -> Bool in
-                defer { state = false }
-                return state
+        let clock = VirtualThrottleClock()
+        defer { clock.wakeEveryone() }
+        let released = Opening()
+        let answeredAt = Locked<[TimeInterval]>([])
+        let transport = InMemoryTransport { request in
+            if request.url.path == "/first" {
+                await released.wait()
+                return .status(429, headers: ["Retry-After": "1"])
             }
-            if isFirst {
-                return .respond(status: 429, headers: [ServerHeader(name: "Retry-After", value: "1")])
-            }
-            return .echo
+            answeredAt.withLock { $0.append(clock.elapsed) }
+            return .status(204)
         }
-        let client = NetworkClient(configuration: server.configuration()).throttled(maxConcurrent: 1)
-        let outcomes = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<200 {
-                group.addTask {
-                    do {
-                        return try await client.run(self.echo("/\(index)")).statusCode
-                    } catch NetworkClientError.unacceptableStatusCode(let status, _, _) {
-                        return status
-                    }
-                }
-            }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        let client = ThrottledClient(
+            wrapping: NetworkClient(
+                configuration: NetworkConfiguration(transport: transport, baseURL: URL(string: "https://api.test")!)),
+            maxConcurrent: 1, perSecond: nil, clock: clock.clock)
+        let first = Task { try await client.run(Self.get("/first")) }
+        #expect(await eventually { transport.requests.count == 1 })
+        let waiting = (1...199).map { index in Task { try await client.run(Self.get("/\(index)")) } }
+        #expect(await eventually { client.waitingCount == 199 })
+
+        released.open()
+        await #expect {
+            _ = try await first.value
+        } throws: { error in
+            guard case NetworkClientError.unacceptableStatusCode(429, _, _) = error else { return false }
+            return true
         }
-        #expect(outcomes.filter { $0 == 429 }.count == 1)
-        #expect(outcomes.filter { $0 == 200 }.count == 199)
-        let times = arrivals.all.map(\.at)
-        #expect(times.count == 200)
-        // Courier pauses when it reads the 429, after the server sent it: every later request arrives at least the
-        // Retry-After's second after the 429 was answered.
-        if let pausedAt = times.first, let next = times.dropFirst().min() {
-            #expect(next - pausedAt >= 0.95)
-        }
+        // The throttle read the 429 before the call returned: the origin is paused, and the time has not moved.
+        #expect(client.waitingCount == 199)
+        #expect(transport.requests.count == 1)
+        // Its wake-up is scheduled from a task of its own: wait for it, then check when it is due.
+        #expect(await eventually { clock.nextWake != nil })
+        #expect(clock.nextWake == clock.now + 1_000_000_000)
+
+        clock.advance(to: try #require(clock.nextWake))
+        for caller in waiting { _ = try await caller.value }
+        #expect(transport.requests.count == 200)
+        #expect(answeredAt.withLock { $0 }.allSatisfy { $0 == 1 })
     }
 
     @Test("throttled().retrying(): the retry's Retry-After wait and the origin pause run side by side")
     func composesWithRetrying() async throws {
-        let arrivals = Arrivals()
-        let server = try LoopbackServer { request in
-            arrivals.record(request.path)
-            if arrivals.all.count == 1 {
-                return .respond(status: 503, headers: [ServerHeader(name: "Retry-After", value: "2")])
-            }
-            return .echo
-        }
-        let throttled = NetworkClient(configuration: server.configuration()).throttled(maxConcurrent: 2)
-        // The retry's wait, checked where Courier acts: when it starts, the origin's pause must end no later than
-        // the wait does, so the retried request finds the line open instead of waiting a second time.
-        let overlaps = Locked<[Bool]>([])
+        let clock = VirtualThrottleClock()
+        defer { clock.wakeEveryone() }
+        let startedAt = Locked<[TimeInterval]>([])
+        let stub = StubNetworkClient()
+        stub.stub(
+            label: "503, then 204", where: { _ in true },
+            answer: { _ in
+                let attempt = startedAt.withLock { started in
+                    started.append(clock.elapsed)
+                    return started.count
+                }
+                return attempt == 1
+                    ? .body(Data(), statusCode: 503, headers: ["Retry-After": "2"])
+                    : .body(Data(), statusCode: 204, headers: [:])
+            })
+        let throttled = ThrottledClient(wrapping: stub, maxConcurrent: 2, perSecond: nil, clock: clock.clock)
+        // The retry's wait passes on the same clock: if the pause ran after it instead of beside it, the retried
+        // request would start at 4 s.
         let environment = RetryEnvironment(
-            sleep: { seconds in
-                let wakes = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
-                overlaps.withLock { $0.append((throttled.pauseEnd ?? 0) <= wakes) }
-                try await RetryEnvironment.live.sleep(seconds)
-            },
-            now: { Date() }, random: { $0.lowerBound })
+            sleep: { seconds in clock.advance(by: seconds) }, now: { clock.date }, random: { $0.lowerBound })
         let client = RetryingDecorator(wrapping: throttled, policy: RetryPolicy(), environment: environment)
-        let response = try await client.run(echo("/once"))
-        #expect(response.statusCode == 200)
+
+        let response = try await client.run(Self.get("/once"))
+
+        #expect(response.statusCode == 204)
         #expect(response.metrics.attempts == 2)
-        #expect(overlaps.withLock { $0 } == [true])
-        let times = arrivals.all.map(\.at)
-        #expect(times.count == 2)
-        if times.count == 2 { #expect(times[1] - times[0] >= 1.9) }
+        #expect(startedAt.withLock { $0 } == [0, 2])
     }
 
-    @Test("perSecond: after the burst, no faster than the rate")
+    @Test("perSecond: a burst of maxConcurrent, then no faster than the rate, to the nanosecond of virtual time")
     func rateLimit() async throws {
-        let arrivals = Arrivals()
-        let server = try LoopbackServer { request in
-            arrivals.record(request.path)
-            return .echo
+        let clock = VirtualThrottleClock()
+        defer { clock.wakeEveryone() }
+        let startedAt = Locked<[TimeInterval]>([])
+        let stub = StubNetworkClient()
+        stub.stub(
+            label: "any", where: { _ in true },
+            answer: { _ in
+                startedAt.withLock { $0.append(clock.elapsed) }
+                return .body(Data(), statusCode: 204, headers: [:])
+            })
+        let client = ThrottledClient(wrapping: stub, maxConcurrent: 2, perSecond: 10, clock: clock.clock)
+        let callers = (0..<52).map { index in Task { try await client.run(Self.get("/\(index)")) } }
+        // Whenever the throttle waits for its next token, move the time to its wake-up.
+        while startedAt.withLock({ $0.count }) < 52 {
+            let waiting = await eventually { clock.nextWake != nil || startedAt.withLock({ $0.count }) == 52 }
+            try #require(waiting, "the throttle neither started every call nor scheduled a wake-up")
+            if let wake = clock.nextWake { clock.advance(to: wake) }
         }
-        let client = NetworkClient(configuration: server.configuration()).throttled(maxConcurrent: 2, perSecond: 10)
-        let began = ProcessInfo.processInfo.systemUptime
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for index in 0..<52 {
-                group.addTask { _ = try await client.run(self.echo("/\(index)")) }
-            }
-            try await group.waitForAll()
-        }
-        let times = arrivals.all.map(\.at).sorted()
+        for caller in callers { _ = try await caller.value }
+
+        let times = startedAt.withLock { $0 }.sorted()
         #expect(times.count == 52)
-        guard let end = times.last else { return }
-        // A burst of 2, then 50 starts at 10 a second: the request of index i >= 2 starts (i - 1) / 10 s after the
-        // first at the earliest, and arrives later still. Lower bounds only: a loaded machine may only slow it down.
-        #expect(end - began >= 5 * 0.95)
+        #expect(times.prefix(2) == [0, 0], "the burst")
+        // Call i >= 2 starts as the (i - 1)th token after the burst arrives, 0.1 s apart: never sooner, and, since
+        // nothing else holds it, as soon as the token is there.
         for (index, time) in times.enumerated() where index >= 2 {
-            #expect(time - began >= Double(index - 1) / 10 * 0.95)
+            let due = Double(index - 1) / 10
+            #expect(time >= due - 1e-9 && time < due + 1e-6, "call \(index) started at \(time) s")
         }
     }
 
@@ -194,5 +196,102 @@ struct ThrottledClientTests {
         #expect(client.maxConcurrent == 1)
         #expect(client.perSecond == nil)
         #expect(server.client().throttled(maxConcurrent: 3, perSecond: 0).perSecond == nil)
+    }
+}
+
+/// A virtual clock for ``ThrottledClient``: time moves only when the test moves it, and a wake-up the throttle
+/// scheduled runs when the time reaches it. Nothing really waits.
+final class VirtualThrottleClock: Sendable {
+    private struct Sleeper {
+        let deadline: UInt64
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        var now: UInt64 = 1_000_000_000
+        var sleepers: [Sleeper] = []
+    }
+
+    private let state = Locked(State())
+    private static let start: UInt64 = 1_000_000_000
+
+    /// The clock to give the throttle.
+    var clock: ThrottleClock {
+        ThrottleClock(
+            now: { self.now },
+            sleep: { deadline in
+                await withCheckedContinuation { continuation in
+                    let due = self.state.withLock { state -> Bool in
+                        guard state.now < deadline else { return true }
+                        state.sleepers.append(Sleeper(deadline: deadline, continuation: continuation))
+                        return false
+                    }
+                    if due { continuation.resume() }
+                }
+            },
+            date: { self.date })
+    }
+
+    /// The time, in nanoseconds.
+    var now: UInt64 { state.withLock { $0.now } }
+    /// Seconds since the clock was made.
+    var elapsed: TimeInterval { Double(now - Self.start) / 1e9 }
+    /// The wall clock that goes with it.
+    var date: Date { Date(timeIntervalSince1970: 1_800_000_000 + elapsed) }
+    /// When the earliest wake-up the throttle scheduled is due; `nil` when none is.
+    var nextWake: UInt64? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+
+    /// Moves the time to `deadline` (never back) and runs every wake-up due by then.
+    func advance(to deadline: UInt64) {
+        let due = state.withLock { state -> [Sleeper] in
+            state.now = max(state.now, deadline)
+            let due = state.sleepers.filter { $0.deadline <= state.now }
+            state.sleepers.removeAll { $0.deadline <= state.now }
+            return due
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    /// Moves the time by `seconds`.
+    func advance(by seconds: TimeInterval) {
+        advance(to: now + UInt64(seconds * 1e9))
+    }
+
+    /// Runs every scheduled wake-up without moving the time, so that no task stays suspended after the test.
+    func wakeEveryone() {
+        let sleepers = state.withLock { state in
+            defer { state.sleepers = [] }
+            return state.sleepers
+        }
+        for sleeper in sleepers { sleeper.continuation.resume() }
+    }
+}
+
+/// Opens once; `wait()` returns at once after that. For an answer closure to wait on the test.
+final class Opening: Sendable {
+    private struct State {
+        var isOpen = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Locked(State())
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state in
+                if !state.isOpen { state.waiters.append(continuation) }
+                return state.isOpen
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }

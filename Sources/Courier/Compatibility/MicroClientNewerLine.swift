@@ -22,12 +22,14 @@ import FoundationNetworking
 /// What runs a request for MicroClient 0.0.16 and later: `URLSession`, or a test double that returns canned
 /// responses.
 ///
-/// A configuration created with a double (``NetworkConfiguration/init(session:defaultDecoder:defaultEncoder:baseURL:)``)
-/// hands it each finished `URLRequest` (interceptors applied) with a `nil` delegate, then checks the status and
-/// decodes as usual. It is a test path: the double gets no redirect guard and no deadline, and only the size limit is
-/// checked; a file upload or download fails with ``NetworkClientError/invalidRequest(reason:)``. A real `URLSession`
-/// passed as this protocol is used like any session. Courier's own tests usually serve
-/// HTTP on loopback instead.
+/// A configuration created with a double (``NetworkConfiguration/init(session:defaultDecoder:defaultEncoder:baseURL:)``,
+/// deprecated) hands it each finished `URLRequest` (interceptors applied) with a `nil` delegate, then checks the status
+/// and decodes as usual. The double is a transport under Courier's pipeline, so Courier's rules hold above it as for
+/// any transport: redirects are followed by Courier (credentials kept to their origin), the size limit and the
+/// request's total deadline apply. A file upload, a download or a streamed response fails with
+/// ``NetworkClientError/invalidRequest(reason:)``: a double answers in memory, whole. A real `URLSession` passed as
+/// this protocol is used like any session. New tests use ``InMemoryTransport``, which answers canned HTTP messages with
+/// everything a transport can do (<doc:TestingWithCourier>).
 public protocol URLSessionProtocol: Sendable {
     /// Returns the body and the response for `request`.
     /// - Throws: A `URLError` for a failed transfer (Courier reports it as
@@ -268,6 +270,11 @@ extension NetworkConfiguration {
     ///   - defaultDecoder: The response decoder.
     ///   - defaultEncoder: The body encoder.
     ///   - baseURL: The URL request paths are appended to.
+    @available(
+        *, deprecated,
+        message:
+            "MicroClient 0.0.16: pass a URLSession to init(session:…baseURL:); to answer requests in tests, give init(transport:…baseURL:) an InMemoryTransport"
+    )
     public convenience init(
         session: some URLSessionProtocol, defaultDecoder: JSONDecoder, defaultEncoder: JSONEncoder, baseURL: URL
     ) {
