@@ -254,6 +254,21 @@ struct AuthenticatingClientTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("authenticated(by:maximumRefreshes:refreshWindow:) sets the storm limits")
+    func refreshLimits() async throws {
+        let server = try LoopbackServer { _ in .respond(status: 401) }
+        let store = TokenStore(token: "t0")
+        let client = server.client().authenticated(by: store.authenticator, maximumRefreshes: 1, refreshWindow: 600)
+        await #expect(throws: NetworkClientError.self) { try await client.run(Echo(method: .get)) }
+        #expect(store.refreshes == ["t0"])
+        await #expect(throws: AuthenticationError.tooManyRefreshes(limit: 1, window: 600)) {
+            try await client.run(Echo(method: .get))
+        }
+        #expect(store.refreshes.count == 1)
+        #expect(server.requestCount == 3)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("The credential goes only to the configured origin, and to origins allowed explicitly")
     func credentialsStayHome() async throws {
         let home = try echoServer()

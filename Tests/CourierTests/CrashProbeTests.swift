@@ -96,11 +96,16 @@ private let isThreadSanitized: Bool = {
 
 /// Runs `CourierProbe <scenario>` and records an issue unless it exits with status 0 within `timeLimit`; the
 /// probe's output (its one-line result, or the crash report) is part of the issue.
+/// - Parameter reachableByAnyUser: Runs a copy of the probe from a folder every user can enter: for a scenario that
+///   drops its privileges, which would otherwise lose the way to its own executable when the checkout sits in a folder
+///   only its owner may enter (`/root`, mode 0700: Foundation then traps looking up its main bundle).
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func expectProbe(
-    _ scenario: String, arguments: [String] = [], timeLimit: Duration, sourceLocation: SourceLocation = #_sourceLocation
+    _ scenario: String, arguments: [String] = [], timeLimit: Duration, reachableByAnyUser: Bool = false,
+    sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
-    let outcome = try await runProbe(scenario, arguments: arguments, timeLimit: timeLimit)
+    let outcome = try await runProbe(
+        scenario, arguments: arguments, timeLimit: timeLimit, reachableByAnyUser: reachableByAnyUser)
     let behaved = outcome.behaved
     #expect(
         behaved,
@@ -168,10 +173,24 @@ func builtExecutable(named name: String) throws -> URL {
     throw ProbeUnavailable(description: "\(name) not found next to \(candidates.map(\.path)); run swift build")
 }
 
-/// Runs the probe as a child process, killing it if it runs past `timeLimit`.
+/// Runs the probe as a child process, killing it if it runs past `timeLimit`; from a copy in a folder every user can
+/// enter when `reachableByAnyUser` (see ``expectProbe(_:arguments:timeLimit:reachableByAnyUser:sourceLocation:)``).
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-func runProbe(_ scenario: String, arguments: [String] = [], timeLimit: Duration) async throws -> ProbeOutcome {
-    let executable = try probeExecutable()
+func runProbe(
+    _ scenario: String, arguments: [String] = [], timeLimit: Duration, reachableByAnyUser: Bool = false
+) async throws -> ProbeOutcome {
+    var executable = try probeExecutable()
+    if reachableByAnyUser {
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("CourierProbe-copy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let copy = folder.appendingPathComponent(executable.lastPathComponent)
+        try FileManager.default.copyItem(at: executable, to: copy)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: copy.path)
+        executable = copy
+    }
+    defer { if reachableByAnyUser { try? FileManager.default.removeItem(at: executable.deletingLastPathComponent()) } }
     let outputURL = FileManager.default.temporaryDirectory
         .appendingPathComponent("CourierProbe-\(scenario)-\(UUID().uuidString).log")
     guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {

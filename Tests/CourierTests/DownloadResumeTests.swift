@@ -276,9 +276,10 @@ struct DownloadResumeTests {
 
             let call = Task { try await client.run(request) }
             // Cancelled while the body is being written: its partial file is there.
-            while try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            try #require(
+                await eventually {
+                    !((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).isEmpty
+                })
             call.cancel()
             await #expect(throws: CancellationError.self) { try await call.value }
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)

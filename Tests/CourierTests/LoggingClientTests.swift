@@ -237,4 +237,35 @@ struct LoggingClientTests {
         _ = try await client.run(Echo(path: "a b", method: .get, queryItems: [URLQueryItem(name: "token", value: "t")]))
         #expect(lines.withLock { $0 } == ["GET http://127.0.0.1:\(server.port)/a%20b?token=<redacted> 200"])
     }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("A response the cache answered says so in its line: cache: fresh, revalidated; the network says nothing")
+    func cacheStatusInTheLine() async throws {
+        let server = try LoopbackServer { _ in
+            .respond(
+                status: 200, headers: [ServerHeader(name: "Cache-Control", value: "max-age=600")],
+                body: Data("cached".utf8))
+        }
+        let configuration = server.configuration()
+        configuration.responseCache = ResponseCache(memoryCapacity: 1 << 20)
+        let log = LogCollector()
+        let client = NetworkClient(configuration: configuration).logged(level: .info, to: log.sink)
+        _ = try await client.run(NetworkRequest<VoidRequest, String>(path: "/c", method: .get))
+        _ = try await client.run(NetworkRequest<VoidRequest, String>(path: "/c", method: .get))
+        #expect(log.all.map(\.cacheStatus) == [.network, .fresh])
+        #expect(!log.lines[0].contains("cache:"))
+        #expect(log.lines[1].hasSuffix(", 6 bytes, cache: fresh"))
+        #expect(server.requestCount == 1)
+    }
+
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    @Test("logged(maximumBodyLength:) bounds the bodies shown at debug")
+    func maximumBodyLengthIsAParameter() async throws {
+        let stub = StubNetworkClient()
+        stub.stub(.get, "/long", body: String(repeating: "x", count: 100))
+        let log = LogCollector()
+        let client = stub.logged(level: .debug, maximumBodyLength: 10, to: log.sink)
+        _ = try await client.run(NetworkRequest<VoidRequest, String>(path: "/long", method: .get))
+        #expect(log.all.map(\.responseBody) == ["xxxxxxxxxx… (100 bytes in all)"])
+    }
 }

@@ -81,7 +81,8 @@ struct OutboxTests {
                 NetworkRequest<VoidRequest, VoidResponse>(path: "/\(index)", method: .post), kind: "k")
         }
         #expect(outbox.pendingCount == 3)
-        try await Task.sleep(for: .milliseconds(50))
+        // enqueue decides at once whether to send: paused, it started no send, and nothing starts one before resume().
+        #expect(outbox.pending().allSatisfy { !$0.inFlight })
         #expect(server.requestCount == 0)
         outbox.resume()
         #expect(await eventually { outbox.pendingCount == 0 })

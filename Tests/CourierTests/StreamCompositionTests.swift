@@ -271,4 +271,26 @@ struct StreamCompositionTests {
         }
         #expect(ids == Array(0..<4_000))
     }
+
+    @Test("A stream type works as the page type of pages(of:): each page opens, is read, and its Link leads on")
+    func streamPages() async throws {
+        let transport = InMemoryTransport { request in
+            let page = Int(request.query("page") ?? "1") ?? 1
+            var headers = ["Content-Type": "text/event-stream"]
+            if page < 3 { headers["Link"] = "</events?page=\(page + 1)>; rel=\"next\"" }
+            return InMemoryTransport.Response(status: 200, headers: headers, body: Data("data: page \(page)\n\n".utf8))
+        }
+        let client = NetworkClient(
+            configuration: NetworkConfiguration(transport: transport, baseURL: URL(string: "https://feed.test")!))
+        var events: [String] = []
+        for try await page in client.pages(of: EventsRequest(path: "/events", method: .get)) {
+            for try await event in page.value { events.append(event.data) }
+        }
+        #expect(events == ["page 1", "page 2", "page 3"])
+        #expect(
+            transport.requests.map(\.description) == [
+                "GET https://feed.test/events", "GET https://feed.test/events?page=2",
+                "GET https://feed.test/events?page=3",
+            ])
+    }
 }

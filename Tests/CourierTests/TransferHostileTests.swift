@@ -94,11 +94,14 @@ struct TransferHostileTests {
         #expect(Self.partialFiles(in: folder).isEmpty)
     }
 
-    /// As root every folder is writable: the probe drops to `nobody` to meet a folder it may not write to.
+    /// As root every folder is writable: the probe drops to `nobody` to meet a folder it may not write to, so it runs
+    /// from a copy that `nobody` can reach wherever the repository is cloned (`/root` is mode 0700).
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     @Test("A download into a read-only folder says EACCES (permission denied), not ENOENT")
     func readOnlyFolder() async throws {
-        try await expectProbe("read-only-download-folder", arguments: ["--time-limit", "30"], timeLimit: .seconds(60))
+        try await expectProbe(
+            "read-only-download-folder", arguments: ["--time-limit", "30"], timeLimit: .seconds(60),
+            reachableByAnyUser: true)
     }
 
     // MARK: 2. Non-regular files as bodies

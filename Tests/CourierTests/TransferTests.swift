@@ -79,6 +79,9 @@ struct TransferTests {
             let file = folder.appendingPathComponent("report.pdf")
             try fileBytes.write(to: file)
             let server = try echoServer()
+            let recorder = BodyFileRecorder(wrapping: server.configuration().transport)
+            let client = NetworkClient(
+                configuration: NetworkConfiguration(transport: recorder, baseURL: server.baseURL))
 
             var form = MultipartFormData()
             form.append("plain", name: "title")
@@ -87,7 +90,7 @@ struct TransferTests {
             form.append(fileAt: file, name: "document")
             form.append(
                 Data([0, 1, 2, 255]), name: "avatar", filename: "pho\"to\u{00E9}.bin", contentType: "image/x-test")
-            let echo = try await server.client().run(
+            let echo = try await client.run(
                 NetworkRequest<MultipartFormData, EchoedRequest>(path: "form", method: .post, body: form)
             ).value
 
@@ -103,12 +106,10 @@ struct TransferTests {
             #expect(parts[3].body == fileBytes)
             #expect(parts[4].filename == "pho%22to\u{00E9}.bin" && parts[4].contentType == "image/x-test")
             #expect(parts[4].body == Data([0, 1, 2, 255]))
-            if staged {
-                // A staged body leaves no temporary file behind (tests that stage one run one after the other).
-                let leftovers = try FileManager.default.contentsOfDirectory(
-                    atPath: FileManager.default.temporaryDirectory.path)
-                #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
-            }
+            // A staged body is sent from its temporary file, which is gone once the call returned.
+            let staging = recorder.bodyFiles
+            #expect(staging.count == (staged ? 1 : 0))
+            #expect(!staging.contains { FileManager.default.fileExists(atPath: $0.path) })
         }
     }
 
@@ -182,14 +183,18 @@ struct TransferTests {
         }
         let destination = folder.appendingPathComponent("slow.bin")
         let client = server.client()
+        let received = Locked<Int64>(0)
         let call = Task {
             try await client.run(
-                NetworkRequest<VoidRequest, DownloadedFile>(method: .get, downloadDestination: destination))
+                NetworkRequest<VoidRequest, DownloadedFile>(
+                    method: .get, downloadDestination: destination,
+                    onProgress: { progress in received.withLock { $0 = progress.bytesReceived } }))
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Cancel once the body is arriving (so the partial file exists), not after a guess at how long that takes.
+        #expect(await eventually { received.withLock { $0 } > 0 })
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
-        try await Task.sleep(for: .milliseconds(200))
+        // The call returns once the partial file is settled: nothing is left beside the destination.
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }
 
@@ -207,7 +212,9 @@ struct TransferTests {
             let server = try gatedServer(gate, answering: .respond(status: 204))
             var form = MultipartFormData()
             form.append(fileAt: file, name: "file")
-            let client = server.client()
+            let recorder = BodyFileRecorder(wrapping: server.configuration().transport)
+            let client = NetworkClient(
+                configuration: NetworkConfiguration(transport: recorder, baseURL: server.baseURL))
             let reports = Locked<[TransferProgress]>([])
             let call = Task {
                 try await client.run(
@@ -216,16 +223,16 @@ struct TransferTests {
                 )
             }
             // Wait until the upload is under way, then cancel it.
-            for _ in 0..<200 where reports.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(await eventually { !reports.withLock { $0 }.isEmpty })
             call.cancel()
             await #expect(throws: CancellationError.self) { try await call.value }
             let sent = reports.withLock { $0 }.last?.bytesSent ?? 0
             #expect(sent < 200 << 20, "the upload was stopped before the whole body went out")
             #expect(server.recordedRequests.isEmpty)
-            try await Task.sleep(for: .milliseconds(100))
-            let leftovers = try FileManager.default.contentsOfDirectory(
-                atPath: FileManager.default.temporaryDirectory.path)
-            #expect(!leftovers.contains { $0.hasPrefix("courier-multipart-") })
+            // The staged form was removed before the call returned.
+            let staging = recorder.bodyFiles
+            #expect(staging.count == 1)
+            #expect(!staging.contains { FileManager.default.fileExists(atPath: $0.path) })
         }
     }
 
@@ -272,7 +279,7 @@ struct TransferTests {
                         if first { release.wait() }  // Blocks until the other calls are done.
                     }))
         }
-        while reports.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(await eventually { !reports.withLock { $0 }.isEmpty })
 
         // The handler is blocked: another configuration, and the same one, still get their answers.
         #expect(try await other.client().run(NetworkRequest<VoidRequest, String>(method: .get)).value == "ok")
@@ -382,5 +389,23 @@ enum MultipartParser {
         let rest = line[start.upperBound...]
         guard let end = rest.firstIndex(of: "\"") else { return nil }
         return String(rest[..<end])
+    }
+}
+
+/// Forwards each exchange to a real transport and records the files request bodies were streamed from: where a staged
+/// multipart form was, to check that it is gone (the shared temporary folder may hold other tests' and processes').
+final class BodyFileRecorder: HTTPTransport {
+    private let wrapped: any HTTPTransport
+    private let files = Locked<[URL]>([])
+
+    init(wrapping transport: any HTTPTransport) {
+        wrapped = transport
+    }
+
+    var bodyFiles: [URL] { files.withLock { $0 } }
+
+    func send(_ exchange: HTTPExchange) async throws {
+        if case .file(let url, _) = exchange.body { files.withLock { $0.append(url) } }
+        try await wrapped.send(exchange)
     }
 }
