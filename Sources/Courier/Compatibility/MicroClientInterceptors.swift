@@ -40,7 +40,7 @@ extension NetworkConfiguration {
 
 /// Sets `Authorization: Bearer <token>` with a token asked for on every request; leaves the request unchanged when
 /// the provider returns `nil`. From MicroClient 0.0.22. For a token that must be refreshed on a 401, prefer
-/// ``NetworkClientProtocol/authenticated(by:alsoFor:)``.
+/// ``NetworkClientProtocol/authenticated(by:alsoFor:maximumRefreshes:refreshWindow:)``.
 @available(
     *, deprecated,
     message:

@@ -133,9 +133,13 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// Called with the bytes sent and received as the transfer goes, in order, on a background queue of the
     /// transfer's own; `nil` by default. Reports that arrive while the handler runs are merged into the newest one,
     /// and the call returns after the last report.
-    /// Reported by sessions Courier drives (see ``NetworkConfiguration``) on every platform, Linux included; a
-    /// caller's session with its own delegate reports nothing. ``DeduplicatingClient`` calls only the handler of the
-    /// request that started a shared call.
+    /// Bytes received are reported as the body's pieces reach Courier, on every transport: as they arrive on a session
+    /// Courier drives (`NetworkConfiguration(baseURL:)`, on every platform), ``InMemoryTransport`` and the
+    /// AsyncHTTPClient transport; at the end, when the whole body arrived, on a session passed to
+    /// `NetworkConfiguration(session:…)` that Courier cannot drive (on Apple platforms any, `URLSession.shared`
+    /// included; on Linux one with a delegate of its own). Bytes sent are reported by the transports that tell
+    /// ``HTTPExchange/sent(_:of:)``: all of these but such a passed session. ``DeduplicatingClient`` calls only the
+    /// handler of the request that started a shared call.
     public let onProgress: (@Sendable (TransferProgress) -> Void)?
     /// How the decorators treat this request: sharing, credential, retry and a log tag; `RequestOptions()` (no
     /// change) by default.

@@ -9,8 +9,8 @@ import FoundationNetworking
 ///
 /// Courier measures these itself, at its transport seam (``HTTPExchange``), on every platform and transport, Linux
 /// included, where `URLSessionTaskMetrics` never arrive. Every ``NetworkResponse`` carries them
-/// (``NetworkResponse/metrics``), every ``LogEntry`` too, and ``NetworkClientError/metrics`` for a failure that
-/// reached the network. Measuring takes a few clock readings per call; nothing is formatted unless you read it.
+/// (``NetworkResponse/metrics``), every ``LogEntry`` too, and ``NetworkClientError/metrics`` for a transport
+/// failure or an unacceptable status. Measuring takes a few clock readings per call; nothing is formatted unless you read it.
 ///
 /// - With a caller's `URLSession` that Courier cannot drive (a session with a delegate of its own), the head and the
 ///   body are handed over together once the whole response arrived: `responseStart` is then that moment, close to
@@ -154,10 +154,12 @@ final class MeasuredHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
 }
 
 extension NetworkClientError {
-    /// What the call cost until it failed, when it reached the network and Courier's client measured it: set for
-    /// ``transportFailed(_:)`` and ``unacceptableStatusCode(statusCode:response:data:)`` thrown by
-    /// ``NetworkClient``; `nil` for the other cases (nothing was sent, or the body was received whole: see the
-    /// response's own metrics there) and for errors made by test doubles.
+    /// What the call cost until it failed, for the two cases that carry it: ``transportFailed(_:)`` and
+    /// ``unacceptableStatusCode(statusCode:response:data:)``, as ``NetworkClient``'s transfer threw them. `nil` for
+    /// every other case, those raised after the request went out included (``responseTooLarge(limit:)``,
+    /// ``redirectRefused(reason:)``, ``decodingFailed(underlying:data:)``, ``fileAccessFailed(url:reason:)``), for a
+    /// `transportFailed` deadline that passed while the call waited for a token renewal, and for errors made by test
+    /// doubles.
     public var metrics: RequestMetrics? {
         switch self {
         case .transportFailed(let error):

@@ -18,8 +18,10 @@ import FoundationNetworking
 /// ```
 ///
 /// Guarantees (see the "Keeping writes across restarts" article):
-/// - **Durable**: `enqueue` returns once the entry is written and flushed (`fdatasync`) to an append-only journal;
-///   concurrent enqueues share one flush (group commit). A kill at any instant loses no acknowledged entry.
+/// - **Durable**: `enqueue` returns once the entry is written and flushed (`fdatasync` on Linux, `fsync` on Apple
+///   platforms) to an append-only journal; concurrent enqueues share one flush (group commit). A kill at any instant
+///   loses no acknowledged entry. (On Apple platforms `fsync` does not make the drive write its own cache: a power
+///   loss there can still lose the last entries.)
 /// - **At least once**: an entry in flight at a crash is sent again. Every attempt carries the same
 ///   `Idempotency-Key` header, so the server can drop duplicates.
 /// - **Ordered**: entries with the same `orderingKey` are sent one at a time in enqueue order; a later entry waits

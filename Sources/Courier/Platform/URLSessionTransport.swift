@@ -51,8 +51,8 @@ struct CallerSessionTransport: HTTPTransport {
     static let noStreams = NetworkClientError.invalidRequest(
         reason:
             "a streamed response (ServerSentEvents, JSONLines, ByteStream) is read through a session Courier drives: "
-            + "use NetworkConfiguration(baseURL:) or NetworkConfiguration(sessionConfiguration:baseURL:), not a "
-            + "session with a delegate of its own")
+            + "use NetworkConfiguration(baseURL:) or NetworkConfiguration(sessionConfiguration:baseURL:); a session "
+            + "passed to NetworkConfiguration(session:) hands Courier each body whole")
 
     /// Creates and resumes the task of `exchange` on `session`, reporting to `call`.
     private static func start(
