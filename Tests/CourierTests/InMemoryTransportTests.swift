@@ -14,36 +14,6 @@ private struct Memo: Codable, Sendable, Equatable {
 
 private typealias GetMemo = NetworkRequest<VoidRequest, Memo>
 
-/// A gate answers wait on until the test opens it; a wait is not cancellable, so an answer that waits on a gate the
-/// test never opens stands for a server that never answers.
-private final class AnswerGate: Sendable {
-    private struct State {
-        var isOpen = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state = Locked(State())
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let isOpen = state.withLock { state in
-                if !state.isOpen { state.waiters.append(continuation) }
-                return state.isOpen
-            }
-            if isOpen { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}
-
 /// Signals, in order, what an answer closure reached, for the test to await without sleeping.
 private struct Signals: Sendable {
     let stream: AsyncStream<String>

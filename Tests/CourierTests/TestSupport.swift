@@ -235,3 +235,30 @@ actor TokenSource {
         return "fresh-\(issued)"
     }
 }
+
+/// A gate answers wait on until the test opens it; a wait is not cancellable, so an answer that waits on a gate the
+/// test never opens stands for a server that never answers.
+final class AnswerGate: @unchecked Sendable {  // `isOpen` and `waiters` are guarded by `lock`.
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            let open = isOpen
+            if !open { waiters.append(continuation) }
+            lock.unlock()
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        lock.lock()
+        isOpen = true
+        let waiting = waiters
+        waiters = []
+        lock.unlock()
+        for waiter in waiting { waiter.resume() }
+    }
+}

@@ -86,7 +86,7 @@ struct ThrottledClientTests {
     func pauseOn429() async throws {
         let clock = VirtualThrottleClock()
         defer { clock.wakeEveryone() }
-        let released = Opening()
+        let released = AnswerGate()
         let answeredAt = Locked<[TimeInterval]>([])
         let transport = InMemoryTransport { request in
             if request.url.path == "/first" {
@@ -264,34 +264,5 @@ final class VirtualThrottleClock: Sendable {
             return state.sleepers
         }
         for sleeper in sleepers { sleeper.continuation.resume() }
-    }
-}
-
-/// Opens once; `wait()` returns at once after that. For an answer closure to wait on the test.
-final class Opening: Sendable {
-    private struct State {
-        var isOpen = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state = Locked(State())
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let isOpen = state.withLock { state in
-                if !state.isOpen { state.waiters.append(continuation) }
-                return state.isOpen
-            }
-            if isOpen { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
     }
 }

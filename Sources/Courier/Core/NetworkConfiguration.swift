@@ -109,11 +109,17 @@ public final class NetworkConfiguration: Sendable {
         set { settings.withLock { $0.acceptableStatusCodes = newValue == Set(200..<300) ? nil : newValue } }
     }
 
-    /// Creates a configuration that runs requests on a session you bring, for example `URLSession.shared`.
+    /// Creates a configuration that runs requests on a session you bring, for example `URLSession.shared`: the shape
+    /// MicroClient code uses, and the way to use a session with a delegate of its own (on Apple platforms, for an
+    /// authentication challenge or pinning). New code uses `NetworkConfiguration(baseURL:)`
+    /// (``init(sessionConfiguration:defaultDecoder:defaultEncoder:baseURL:sensitiveHeaders:)``), whose session Courier
+    /// creates and drives; see <doc:MicroClientReleases>.
     ///
     /// What Courier can guarantee depends on the session and the platform:
-    /// - On Apple platforms Courier attaches a per-task delegate that keeps ``sensitiveHeaders`` off redirects to
-    ///   another origin and refuses redirects to other schemes than http and https.
+    /// - On Apple platforms Courier attaches a per-task delegate that hands it every redirect, so that
+    ///   ``sensitiveHeaders`` stay off redirects to another origin and redirects to other schemes than http and https
+    ///   are refused. Each body arrives whole, at the end: the size limit is checked then, upload progress is not
+    ///   reported, and a streamed response fails with ``NetworkClientError/invalidRequest(reason:)``.
     /// - On Linux, a session **without a delegate** (`URLSession.shared` included) is not used directly: Courier
     ///   derives a session of its own from `session.configuration`, which shares its cookie storage, credential
     ///   storage, headers, proxy and connection settings by reference, but has no `URLCache` (corelibs traps when a

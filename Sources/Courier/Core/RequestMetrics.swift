@@ -35,7 +35,7 @@ public struct RequestMetrics: Sendable, Hashable {
     public var bytesReceived: Int64
     /// The redirects Courier followed.
     public var redirects: Int
-    /// The requests sent for the call: 1 for a plain call; ``RetryingClient`` and ``AuthenticatingClient`` add their
+    /// The requests sent for the call: 1 for a plain call; `retrying()` and `authenticated(by:)` add their
     /// retries.
     public var attempts: Int
     /// Whether ``DeduplicatingClient`` handed this response to more than one caller.

@@ -17,23 +17,23 @@ public struct RequestOptions: Sendable, Hashable {
     /// Whether ``DeduplicatingClient`` may let this request share a call with identical ones in flight; `true` by
     /// default. `false` always sends it on its own (for example a `GET` with a side effect).
     public var allowsSharing: Bool
-    /// Whether ``AuthenticatingClient`` puts its credential on this request; `true` by default. `false` for a sign-in,
+    /// Whether `authenticated(by:)` puts its credential on this request; `true` by default. `false` for a sign-in,
     /// a token refresh or a public endpoint: the request goes out untouched and a `401` is its outcome, with no
     /// renewal.
     public var sendsCredential: Bool
-    /// Whether ``RetryingClient`` may send this request again after a transient failure; `true` by default (the
+    /// Whether `retrying()` may send this request again after a transient failure; `true` by default (the
     /// policy still decides). `false` sends it once. The ``Outbox`` sets it to `false` on what it sends, since the
     /// outbox retries its entries itself.
     public var allowsRetry: Bool
-    /// A label that ``LoggingClient`` writes in the request's ``LogEntry`` (``LogEntry/tag``); `nil` by default. It is
+    /// A label that `logged(…)` writes in the request's ``LogEntry`` (``LogEntry/tag``); `nil` by default. It is
     /// never sent.
     public var tag: String?
 
     /// Creates options; every parameter's default is what a request without options gets.
     /// - Parameters:
     ///   - allowsSharing: Whether ``DeduplicatingClient`` may share the call; `true` by default.
-    ///   - sendsCredential: Whether ``AuthenticatingClient`` adds its credential; `true` by default.
-    ///   - allowsRetry: Whether ``RetryingClient`` may retry it; `true` by default.
+    ///   - sendsCredential: Whether `authenticated(by:)` adds its credential; `true` by default.
+    ///   - allowsRetry: Whether `retrying()` may retry it; `true` by default.
     ///   - tag: A label for log entries; `nil` by default.
     public init(allowsSharing: Bool = true, sendsCredential: Bool = true, allowsRetry: Bool = true, tag: String? = nil)
     {
@@ -44,7 +44,7 @@ public struct RequestOptions: Sendable, Hashable {
     }
 }
 
-/// The header fields an ``AuthenticatingClient`` put on a request, and the origins besides the configured base URL's
+/// The header fields `authenticated(by:)` put on a request, and the origins besides the configured base URL's
 /// that may receive them. The client at the bottom of the stack, which knows the configured base URL, removes these
 /// fields before sending to any other origin, and keeps them off redirects to another origin.
 struct CredentialScope: Sendable, Hashable {

@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 
 /// Supplies a credential, puts it on a request, and renews it after the server rejected it: what
-/// ``AuthenticatingClient`` needs. ``BearerTokenAuthenticator`` is a ready one for `Authorization: Bearer` tokens.
+/// `authenticated(by:)` needs. ``BearerTokenAuthenticator`` is a ready one for `Authorization: Bearer` tokens.
 public protocol Authenticator: Sendable {
     /// The credential, for example an access token. Compared to tell a stale credential from the current one.
     associatedtype Credential: Sendable & Equatable
@@ -18,7 +18,7 @@ public protocol Authenticator: Sendable {
     /// Puts `credential` on a request's header fields (replacing any field of the same name, in any case).
     func apply(_ credential: Credential, to headers: inout [String: String])
 
-    /// A new credential, given the one the server rejected. ``AuthenticatingClient`` calls it at most once for a
+    /// A new credential, given the one the server rejected. `authenticated(by:)` calls it at most once for a
     /// rejected credential, however many requests were rejected with it.
     /// - Throws: Any error; every request waiting for this renewal fails with it, unchanged.
     func refresh(rejected: Credential) async throws -> Credential
@@ -85,7 +85,7 @@ public struct BearerTokenAuthenticator: Authenticator {
     }
 }
 
-/// Why ``AuthenticatingClient`` gave up on a request without asking the authenticator again.
+/// Why `authenticated(by:)` gave up on a request without asking the authenticator again.
 public enum AuthenticationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// More than `limit` renewals were needed within `window` seconds: the server keeps rejecting fresh credentials,
     /// so the client stops rather than renewing in a loop. The next request after the window tries again.

@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// How much a ``LoggingClient`` writes.
+/// How much `logged(…)` writes.
 public enum LogLevel: Int, Sendable, Hashable, CaseIterable {
     /// One line per request, plus the request and response headers and a bounded prefix of text bodies.
     case debug
@@ -12,7 +12,7 @@ public enum LogLevel: Int, Sendable, Hashable, CaseIterable {
     case info
 }
 
-/// What a ``LoggingClient`` replaces with `<redacted>`, at every level, besides what it always redacts.
+/// What `logged(…)` replaces with `<redacted>`, at every level, besides what it always redacts.
 ///
 /// Always redacted: the `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` headers, the
 /// configuration's ``NetworkConfiguration/sensitiveHeaders``, the fields of an ``Authenticator``'s credential, and the
@@ -110,7 +110,7 @@ public struct LogRedaction: Sendable, Hashable {
     }
 }
 
-/// The redaction rules of one ``LoggingClient``, with every name lowercased.
+/// The redaction rules of one `logged(…)` decorator, with every name lowercased.
 struct LogRedactor: Sendable {
     static let redacted = "<redacted>"
     static let alwaysRedactedHeaders: Set<String> = Redaction.alwaysSensitiveHeaders.union(["set-cookie"])

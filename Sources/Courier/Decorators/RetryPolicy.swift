@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// When and how long ``RetryingClient`` waits before sending a failed request again.
+/// When and how long `retrying()` waits before sending a failed request again.
 ///
 /// The defaults (`RetryPolicy()`):
 /// - **3 attempts in all** (the first one and two retries).

@@ -19,7 +19,7 @@ import FoundationNetworking
 ///   flight finish. The origin of a request is its ``NetworkRequest/baseURL`` override's, or for requests without one
 ///   the client's configured base URL (they are paused together).
 ///
-/// Put ``RetryingClient`` outside it, `client.throttled(maxConcurrent: 8).retrying()`: a retried call then queues
+/// Put `retrying()` outside it, `client.throttled(maxConcurrent: 8).retrying()`: a retried call then queues
 /// again, and the retry's `Retry-After` wait and the origin pause run side by side instead of one after the other.
 /// Inside it (`retrying().throttled(…)`), a call keeps its slot while it waits to retry.
 ///
