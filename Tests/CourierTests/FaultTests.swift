@@ -119,7 +119,7 @@ struct FaultTests {
             }
         }
         #expect(Self.transportCode(try #require(error)) == .timedOut, "\(String(describing: error))")
-        #expect(duration < promptly, "took \(duration)")
+        #expect(duration < Self.timeoutBound, "took \(duration)")
         // The timed-out connection is closed, not left hanging on the server. (corelibs truncates the session's 0.5 s
         // to 0, so the request may time out before it is even sent: then the server sees none.)
         #expect(await server.waitUntil { $0.inProgressRequests == 0 && $0.requestCount == $0.clientClosedCount })
@@ -132,12 +132,13 @@ struct FaultTests {
         var error: NetworkClientError?
         let duration = try await elapsed {
             error = try await #require(throws: NetworkClientError.self) {
-                // The session allows 10 s: the request's 0.5 s must win.
-                _ = try await server.client().run(NetworkRequest<VoidRequest, Post>(method: .get, timeoutInterval: 0.5))
+                // The session allows 60 s: the request's 0.5 s must win, well under the bound.
+                _ = try await NetworkClient(configuration: Self.configuration(for: server, sessionTimeout: 60))
+                    .run(NetworkRequest<VoidRequest, Post>(method: .get, timeoutInterval: 0.5))
             }
         }
         #expect(Self.transportCode(try #require(error)) == .timedOut, "\(String(describing: error))")
-        #expect(duration < promptly, "took \(duration)")
+        #expect(duration < Self.timeoutBound, "took \(duration)")
         #expect(await server.waitUntil { $0.inProgressRequests == 0 && $0.requestCount == $0.clientClosedCount })
     }
 
@@ -146,9 +147,10 @@ struct FaultTests {
     func wholeSecondTimeout() async throws {
         let server = try LoopbackServer { _ in .hang }
         let sessionClient = NetworkClient(configuration: Self.configuration(for: server, sessionTimeout: 1))
+        let requestClient = NetworkClient(configuration: Self.configuration(for: server, sessionTimeout: 60))
         let cases: [(NetworkClient, NetworkRequest<VoidRequest, Post>)] = [
             (sessionClient, NetworkRequest(method: .get)),
-            (server.client(), NetworkRequest(method: .get, timeoutInterval: 1)),
+            (requestClient, NetworkRequest(method: .get, timeoutInterval: 1)),
         ]
         for (client, request) in cases {
             var error: NetworkClientError?
@@ -156,7 +158,7 @@ struct FaultTests {
                 error = try await #require(throws: NetworkClientError.self) { _ = try await client.run(request) }
             }
             #expect(Self.transportCode(try #require(error)) == .timedOut, "\(String(describing: error))")
-            #expect(duration >= .milliseconds(900) && duration < promptly, "took \(duration)")
+            #expect(duration >= .milliseconds(900) && duration < Self.timeoutBound, "took \(duration)")
         }
     }
 
@@ -168,12 +170,13 @@ struct FaultTests {
         #expect(try await slow.client().run(request).value == "ok")
 
         let hang = try LoopbackServer { _ in .hang }
+        let hangClient = NetworkClient(configuration: Self.configuration(for: hang, sessionTimeout: 60))
         var error: NetworkClientError?
         let duration = try await elapsed {
-            error = try await #require(throws: NetworkClientError.self) { _ = try await hang.client().run(request) }
+            error = try await #require(throws: NetworkClientError.self) { _ = try await hangClient.run(request) }
         }
         #expect(Self.transportCode(try #require(error)) == .timedOut, "\(String(describing: error))")
-        #expect(duration >= .milliseconds(450) && duration < promptly, "took \(duration)")
+        #expect(duration >= .milliseconds(450) && duration < Self.timeoutBound, "took \(duration)")
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -193,7 +196,7 @@ struct FaultTests {
             }
         }
         #expect(Self.transportCode(try #require(error)) == .timedOut, "\(String(describing: error))")
-        #expect(duration >= .milliseconds(450) && duration < promptly, "took \(duration)")
+        #expect(duration >= .milliseconds(450) && duration < Self.timeoutBound, "took \(duration)")
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
@@ -397,6 +400,11 @@ struct FaultTests {
 
     /// A configuration for `server` whose session has the given `timeoutIntervalForRequest`.
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    /// The bound of a timeout that must fire: 30 s, far above the timeouts tested (at most 1 s) and below the 60 s of
+    /// the sessions they must win over, so that it tells "fired" from "hung" or "the other timeout won", and never
+    /// reads a starved machine as a failure (the parallel suite has delayed a 0.5 s timeout to 5 s).
+    static let timeoutBound: Duration = .seconds(30)
+
     static func configuration(for server: LoopbackServer, sessionTimeout: TimeInterval) -> NetworkConfiguration {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = sessionTimeout
