@@ -134,9 +134,11 @@ public final class LoopbackServer: Sendable {
         core.state.locked { Array(core.state.recorded.suffix(ServerState.maximumRecordedRequests)) }
     }
 
-    /// Polls `condition` every 5 ms until it is true or `timeout` has passed. Returns whether it became true.
+    /// Polls `condition` every 5 ms until it is true or `timeout` has passed (30 s by default: a bound for waiting on
+    /// an event, generous because a loaded machine may be slow to deliver it, never a measure of speed). Returns whether
+    /// it became true.
     public func waitUntil(
-        timeout: Duration = .seconds(5),
+        timeout: Duration = .seconds(30),
         _ condition: @Sendable (LoopbackServer) -> Bool
     ) async -> Bool {
         let clock = ContinuousClock()

@@ -244,7 +244,7 @@ struct LoopbackServerTests {
         let error = await #expect(throws: URLError.self) { try await session.data(for: request) }
         #expect(error?.code == .timedOut)
         #expect(started.duration(to: clock.now) >= .milliseconds(400))
-        #expect(await server.waitUntil(timeout: .seconds(1)) { $0.clientClosedCount == 1 })
+        #expect(await server.waitUntil { $0.clientClosedCount == 1 })
         #expect(server.inProgressRequests == 0)
         #expect(server.requestCount == 1)
     }

@@ -120,9 +120,10 @@ final class Latch: @unchecked Sendable {  // `arrived` is guarded by `condition`
     }
 }
 
-/// Polls `condition` every millisecond for up to `timeout`.
+/// Polls `condition` every millisecond for up to `timeout` (30 s by default: a bound for waiting on an event, generous
+/// because the parallel suite on a loaded machine can delay one by seconds, never a measure of speed).
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now > deadline { return false }
