@@ -170,11 +170,15 @@ struct ThrottledClientTests {
             })
         let client = ThrottledClient(wrapping: stub, maxConcurrent: 2, perSecond: 10, clock: clock.clock)
         let callers = (0..<52).map { index in Task { try await client.run(Self.get("/\(index)")) } }
-        // Whenever the throttle waits for its next token, move the time to its wake-up.
-        while startedAt.withLock({ $0.count }) < 52 {
-            let waiting = await eventually { clock.nextWake != nil || startedAt.withLock({ $0.count }) == 52 }
-            try #require(waiting, "the throttle neither started every call nor scheduled a wake-up")
-            if let wake = clock.nextWake { clock.advance(to: wake) }
+        let started = { startedAt.withLock { $0.count } }
+        // All 52 in: the burst of 2 started, 50 wait for tokens.
+        try #require(await eventually { started() == 2 && client.waitingCount == 50 && clock.nextWake != nil })
+        // Each wake-up of the throttle brings one token: move the time to it, then wait until the call it let go has
+        // run (its start is stamped when it reaches the stub) before moving the time again.
+        for expected in 3...52 {
+            clock.advance(to: try #require(clock.nextWake))
+            let ran = await eventually { started() == expected && (clock.nextWake != nil || expected == 52) }
+            try #require(ran, "after wake-up \(expected - 2), \(started()) calls had started")
         }
         for caller in callers { _ = try await caller.value }
 
