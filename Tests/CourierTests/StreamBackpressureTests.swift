@@ -31,7 +31,9 @@ struct StreamBackpressureTests {
     @Test("A reader that stops reading holds no other transfer; past the backlog its stream ends with responseTooLarge")
     func stalledReader() async throws {
         try await MemoryHeavyTests.exclusively {
-            let server = try fastServer(total: 1 << 30)
+            // More than any run could read before the stop lands: only the stop ends this body.
+            let total = 1 << 34
+            let server = try fastServer(total: total)
             let client = server.client()
             let response = try await client.run(BytesRequest(path: "/bytes", method: .get))
             var iterator = response.value.makeAsyncIterator()
@@ -45,8 +47,10 @@ struct StreamBackpressureTests {
                 #expect(echoed?.statusCode == 200)
             }
             // Past the backlog the transfer stops: the server sees the connection close.
+            // How much went out before the stop depends on how fast the machine is (on a loaded one libcurl read
+            // 680 MB before the close): what shows the stop is that the body did not end.
             #expect(await server.waitUntil(timeout: promptly) { $0.clientClosedCount == 1 })
-            #expect(server.bodyBytesSent < 512 << 20)
+            #expect(server.bodyBytesSent < total)
             var failure: (any Error)?
             do {
                 while try await iterator.next() != nil {}
@@ -64,7 +68,9 @@ struct StreamBackpressureTests {
     @Test("While another transfer runs, a slow reader never holds the transport: the other's bytes arrive on time")
     func neverHoldsOthers() async throws {
         try await MemoryHeavyTests.exclusively {
-            let server = try fastServer(total: 1 << 30)
+            // More than any run could read before the stop lands: only the stop ends this body.
+            let total = 1 << 34
+            let server = try fastServer(total: total)
             let ticker = try LoopbackServer { _ in
                 .writer(headers: [ServerHeader(name: "Content-Type", value: "text/event-stream")]) { writer in
                     for index in 0..<10 {
