@@ -406,6 +406,6 @@ struct StreamingTests {
             return
         }
         #expect(failure.code == .timedOut)
-        #expect(await server.waitUntil(timeout: .seconds(1)) { $0.clientClosedCount == 1 })
+        #expect(await server.waitUntil { $0.clientClosedCount == 1 })
     }
 }
