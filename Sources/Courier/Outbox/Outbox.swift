@@ -130,61 +130,23 @@ public final class Outbox: Sendable {
     private let environment: RetryEnvironment
     private let journal: OutboxJournal
     private let lock: DirectoryLock
-    private let state: Locked<State>
+    private let state: Locked<Shell>
 
     typealias Handler =
         @Sendable (_ entry: OutboxEntry, _ result: StoredResult, _ acceptable: Set<Int>?) async throws
         -> Void
+    typealias Machine = OutboxStateMachine<Handler>
 
-    private struct State: Sendable {
-        var entries: [UUID: StoredEntry] = [:]
-        var queues: [String: [UUID]] = [:]
-        var sending: Set<String> = []
-        /// Keys that may be ready to send, by the sequence of their head when added; checked when taken out (a key
-        /// whose head changed or that is sending is skipped). Every change that can make a key ready adds it, so a
-        /// pump does work in proportion to the sends it starts, not to the number of keys.
-        var ready = ReadyKeys()
-        /// The keys the pump has taken out of `ready`, for tests.
-        var pumpWork = 0
-        var results: [UUID: (entry: StoredEntry, result: StoredResult)] = [:]
-        var handlers: [String: (generation: Int, run: Handler)] = [:]
-        var handlerGeneration = 0
-        var delivering: Set<UUID> = []
-        /// The results being handed to a handler right after their send, not yet on the disk: ``close(timeout:)``
-        /// stores them when a handler outlives it.
-        var handing: [UUID: StoredResult] = [:]
-        /// The entries whose handler threw, with the generation of that handler: a newer one gets the result.
-        var failedHandlers: [UUID: Int] = [:]
-        var sizes: [UUID: Int] = [:]
-        var reservedEntries = 0
-        /// The sequence numbers of entries being written, by queue: a queue's head waits for lower ones.
-        var enqueuing: [String: Set<UInt64>] = [:]
-        var bytes = 0
-        var nextSequence: UInt64 = 1
-        var paused: Bool
-        var closed = false
-        var attempts: [UUID: Int] = [:]
-        /// For each entry being retried: a monotonic reading and the entry's age at that reading.
-        var ages: [UUID: (uptime: TimeInterval, age: TimeInterval)] = [:]
+    /// The machine, and what the shell keeps beside it: its tasks, the event streams and the ticket callers waiting.
+    private struct Shell: Sendable {
+        var machine: Machine
         var tasks: [UUID: Task<Void, Never>] = [:]
         var streams: [UUID: AsyncStream<OutboxEvent>.Continuation] = [:]
+        /// The damaged files found at opening, for the first ``events()`` stream.
         var startupEvents: [OutboxEvent] = []
         /// The callers of ``result(of:as:decoder:)`` waiting for an entry's result, by entry and caller.
         var ticketWaiters: [UUID: [UInt64: CheckedContinuation<TicketOutcome, any Error>]] = [:]
         var nextTicketWaiter: UInt64 = 0
-        /// The last ``rememberedResults`` results of this process, for ``result(of:as:decoder:)`` after the fact;
-        /// `recentOrder` is oldest first.
-        var recentResults: [UUID: TicketOutcome] = [:]
-        var recentOrder: [UUID] = []
-        /// For ``pending()``: when each entry waiting to be retried is due, and its last error.
-        var nextAttempts: [UUID: Date] = [:]
-        var lastErrors: [UUID: String] = [:]
-    }
-
-    /// An entry's result and the statuses that count as success for it.
-    struct TicketOutcome: Sendable {
-        let result: StoredResult
-        let acceptable: Set<Int>?
     }
 
     /// How many results of this process ``result(of:as:decoder:)`` still finds after their entry finished: `1_000`.
@@ -264,33 +226,19 @@ public final class Outbox: Sendable {
         self.journal = OutboxJournal(
             directory: (path as NSString).appendingPathComponent("journal"), segmentSize: segmentSize)
         let contents = try journal.open()
-        var state = State(paused: paused)
-        for entry in contents.entries.values {
-            state.nextSequence = max(state.nextSequence, entry.sequence + 1)
-            let size = (try? JournalRecord.entry(entry).framed().count) ?? 0
-            state.sizes[entry.id] = size
-            state.bytes += size
-            if let result = contents.results[entry.id] {
-                state.results[entry.id] = (entry, result)
-                state.bytes += result.body?.count ?? 0
-            } else {
-                state.entries[entry.id] = entry
-                state.queues[Self.queueName(entry.orderingKey), default: []].append(entry.id)
-            }
+        var shell = Shell(machine: Machine(limits: limits, paused: paused))
+        let recovered = contents.entries.values.map { entry in
+            (
+                entry: entry, size: (try? JournalRecord.entry(entry).framed().count) ?? 0,
+                result: contents.results[entry.id]
+            )
         }
-        for key in state.queues.keys {
-            state.queues[key]?.sort { state.entries[$0]!.sequence < state.entries[$1]!.sequence }
-            Self.markReady(key, in: &state)
-        }
-        state.startupEvents = contents.quarantined.map {
+        let actions = shell.machine.recovered(recovered)
+        shell.startupEvents = contents.quarantined.map {
             .quarantined(file: $0.file, reason: $0.reason, recoveredEntries: $0.recovered)
         }
-        self.state = Locked(state)
-        pump()
-    }
-
-    private static func queueName(_ orderingKey: String?) -> String {
-        orderingKey.map { "k:" + $0 } ?? "global"
+        self.state = Locked(shell)
+        launch(actions)
     }
 
     // MARK: Public API
@@ -321,12 +269,7 @@ public final class Outbox: Sendable {
     ) async throws -> OutboxTicket {
         let facts = try await clientFacts()
         var entry = try stored(request, kind: kind, orderingKey: orderingKey, facts: facts)
-        let queue = Self.queueName(orderingKey)
-        entry.sequence = try state.withLock { state throws(OutboxError) -> UInt64 in
-            guard !state.closed else { throw .closed }
-            defer { state.nextSequence += 1 }
-            return state.nextSequence
-        }
+        entry.sequence = try state.withLock { try $0.machine.takeSequence() }
         // Encoded outside the lock, so concurrent callers encode in parallel.
         let record: Data
         do {
@@ -334,46 +277,14 @@ public final class Outbox: Sendable {
         } catch {
             throw OutboxError.invalidRequest(reason: "the entry could not be encoded: \(type(of: error))")
         }
-        try state.withLock { state in
-            guard state.entries.count + state.results.count + state.reservedEntries < limits.maximumEntries else {
-                throw OutboxError.tooManyEntries(limit: limits.maximumEntries)
-            }
-            guard state.bytes + record.count <= limits.maximumBytes else {
-                throw OutboxError.tooManyBytes(limit: limits.maximumBytes)
-            }
-            state.reservedEntries += 1
-            state.bytes += record.count
-            // Until it is durable, no later entry of its key may be sent.
-            state.enqueuing[queue, default: []].insert(entry.sequence)
-        }
+        try state.withLock { try $0.machine.reserve(entry, size: record.count) }
         do {
             try await journal.append(framed: record, id: entry.id, type: 1, durable: true)
         } catch {
-            state.withLock {
-                $0.reservedEntries -= 1
-                $0.bytes -= record.count
-                $0.enqueuing[queue]?.remove(entry.sequence)
-                Self.markReady(queue, in: &$0)
-            }
-            pump()
+            launch(step { $0.enqueueFailed(entry, size: record.count) })
             throw error
         }
-        state.withLock { state in
-            state.reservedEntries -= 1
-            state.enqueuing[queue]?.remove(entry.sequence)
-            if state.enqueuing[queue]?.isEmpty == true { state.enqueuing[queue] = nil }
-            state.sizes[entry.id] = record.count
-            state.entries[entry.id] = entry
-            // Durable appends of one key may finish out of sequence order: insert in sequence order.
-            var ids = state.queues[queue] ?? []
-            let entries = state.entries
-            let position =
-                ids.lastIndex { entries[$0].map { $0.sequence < entry.sequence } ?? true }.map { $0 + 1 } ?? 0
-            ids.insert(entry.id, at: position)
-            state.queues[queue] = ids
-            Self.markReady(queue, in: &state)
-        }
-        pump()
+        launch(step { $0.enqueued(entry, size: record.count) })
         return OutboxTicket(id: entry.id)
     }
 
@@ -404,35 +315,23 @@ public final class Outbox: Sendable {
             let decoder = if let decoder { decoder } else { try await self?.clientFacts()?.decoder ?? JSONDecoder() }
             try await handler(entry, result.outcome(as: Value.self, decoder: decoder, acceptable: acceptable))
         }
-        let waiting = state.withLock { state -> [UUID] in
-            state.handlerGeneration += 1
-            state.handlers[kind] = (state.handlerGeneration, erased)
-            return state.results.values.filter { $0.entry.kind == kind }.sorted {
-                $0.entry.sequence < $1.entry.sequence
-            }
-            .map(\.entry.id)
-        }
-        guard !waiting.isEmpty else { return }
-        spawn { outbox in
-            for id in waiting { await outbox.deliver(id) }
-        }
+        launch(step { $0.register(kind: kind, erased) })
     }
 
     /// Stops starting sends; requests in flight finish, and entries waiting for a retry stay queued.
     public func pause() {
-        state.withLock { $0.paused = true }
+        state.withLock { $0.machine.pause() }
     }
 
     /// Starts sending again after ``pause()``, or after opening with `paused: true`.
     public func resume() {
-        state.withLock { $0.paused = false }
-        pump()
+        launch(step { $0.resume() })
     }
 
     /// The entries enqueued and not yet finished: waiting to be sent, being sent, or waiting for their handler. `0`
     /// once everything enqueued has been sent and its result handled.
     public var pendingCount: Int {
-        state.withLock { $0.entries.count + $0.results.count + $0.reservedEntries }
+        state.withLock { $0.machine.pendingCount }
     }
 
     /// The most events one ``events()`` stream holds for its reader: `1_000`. When the reader is slower than the
@@ -449,11 +348,11 @@ public final class Outbox: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(
             of: OutboxEvent.self, bufferingPolicy: .bufferingNewest(Self.maximumBufferedEvents))
         let id = UUID()
-        let startup = state.withLock { state -> [OutboxEvent]? in
-            guard !state.closed else { return nil }
-            state.streams[id] = continuation
-            defer { state.startupEvents = [] }
-            return state.startupEvents
+        let startup = state.withLock { shell -> [OutboxEvent]? in
+            guard !shell.machine.closed else { return nil }
+            shell.streams[id] = continuation
+            defer { shell.startupEvents = [] }
+            return shell.startupEvents
         }
         guard let startup else {
             continuation.finish()
@@ -485,11 +384,11 @@ public final class Outbox: Sendable {
     /// handler runs again for it at the next opening. What the abandoned handler does afterwards is not recorded.
     /// - Parameter timeout: The longest wait for running tasks, in seconds; ``closeTimeout`` (5 s) by default.
     public func close(timeout: TimeInterval = Outbox.closeTimeout) async {
-        let (tasks, streams, waiters) = state.withLock { state in
-            state.closed = true
-            defer { state.ticketWaiters = [:] }
+        let (tasks, streams, waiters) = state.withLock { shell in
+            shell.machine.close()
+            defer { shell.ticketWaiters = [:] }
             return (
-                Array(state.tasks.values), Array(state.streams.values), state.ticketWaiters.values.flatMap(\.values)
+                Array(shell.tasks.values), Array(shell.streams.values), shell.ticketWaiters.values.flatMap(\.values)
             )
         }
         for waiter in waiters { waiter.resume(throwing: OutboxError.closed) }
@@ -497,7 +396,7 @@ public final class Outbox: Sendable {
         if await !Self.waitForAll(tasks, atMost: timeout) {
             // A handler outlived the wait: keep the results it was given, so the next opening delivers them again
             // instead of sending their entries a second time.
-            for (id, result) in state.withLock({ $0.handing }) {
+            for (id, result) in state.withLock({ $0.machine.unstoredResults }) {
                 try? await journal.append(.result(id: id, result), durable: true)
             }
         }
@@ -558,22 +457,22 @@ public final class Outbox: Sendable {
         of ticket: OutboxTicket, as type: Value.Type, decoder: JSONDecoder? = nil
     ) async throws -> NetworkResponse<Value> {
         let id = ticket.id
-        let waiterID = state.withLock { state -> UInt64 in
-            state.nextTicketWaiter += 1
-            return state.nextTicketWaiter
+        let waiterID = state.withLock { shell -> UInt64 in
+            shell.nextTicketWaiter += 1
+            return shell.nextTicketWaiter
         }
         let outcome = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TicketOutcome, any Error>) in
-                let found = state.withLock { state -> Result<TicketOutcome, any Error>? in
+                let found = state.withLock { shell -> Result<TicketOutcome, any Error>? in
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    if let recent = state.recentResults[id] { return .success(recent) }
-                    if let (entry, result) = state.results[id] {
-                        return .success(TicketOutcome(result: result, acceptable: entry.acceptable))
+                    switch shell.machine.ticket(id) {
+                    case .result(let outcome): return .success(outcome)
+                    case .unknown: return .failure(OutboxError.unknownTicket)
+                    case .closed: return .failure(OutboxError.closed)
+                    case .waiting:
+                        shell.ticketWaiters[id, default: [:]][waiterID] = continuation
+                        return nil
                     }
-                    guard state.entries[id] != nil else { return .failure(OutboxError.unknownTicket) }
-                    guard !state.closed else { return .failure(OutboxError.closed) }
-                    state.ticketWaiters[id, default: [:]][waiterID] = continuation
-                    return nil
                 }
                 if let found { continuation.resume(with: found) }
             }
@@ -588,16 +487,7 @@ public final class Outbox: Sendable {
     /// The entries waiting to be sent or being sent, in enqueue order: their ticket, kind, ordering key, attempts in
     /// this process, next attempt, last error and creation time. Results waiting for a handler are not listed.
     public func pending() -> [OutboxPendingEntry] {
-        state.withLock { state in
-            state.entries.values.sorted { $0.sequence < $1.sequence }.map { entry in
-                let key = Self.queueName(entry.orderingKey)
-                return OutboxPendingEntry(
-                    ticket: OutboxTicket(id: entry.id), kind: entry.kind, orderingKey: entry.orderingKey,
-                    attempts: state.attempts[entry.id] ?? 0, nextAttempt: state.nextAttempts[entry.id],
-                    lastError: state.lastErrors[entry.id], created: entry.enqueuedAt,
-                    inFlight: state.sending.contains(key) && state.queues[key]?.first == entry.id)
-            }
-        }
+        state.withLock { $0.machine.pending() }
     }
 
     /// Removes the entry `ticket` names if it has not been sent yet, and says whether it did. An entry being sent, or
@@ -612,50 +502,16 @@ public final class Outbox: Sendable {
     ///   be written; the entry is then removed from this run only and is sent again at the next opening.
     @discardableResult
     public func cancel(_ ticket: OutboxTicket) async throws -> Bool {
-        let id = ticket.id
-        let removed = state.withLock {
-            state -> (key: String, waiters: [CheckedContinuation<TicketOutcome, any Error>])? in
-            guard let entry = state.entries[id] else { return nil }
-            let key = Self.queueName(entry.orderingKey)
-            if state.sending.contains(key) && state.queues[key]?.first == id { return nil }
-            state.entries[id] = nil
-            Self.removeHead(id, of: key, in: &state)
-            state.attempts[id] = nil
-            state.ages[id] = nil
-            state.nextAttempts[id] = nil
-            state.lastErrors[id] = nil
-            state.bytes -= state.sizes.removeValue(forKey: id) ?? 0
-            let waiters = state.ticketWaiters.removeValue(forKey: id).map { Array($0.values) } ?? []
-            Self.markReady(key, in: &state)
-            return (key, waiters)
-        }
-        guard let removed else { return false }
-        for waiter in removed.waiters { waiter.resume(throwing: OutboxError.entryCancelled) }
-        pump()
-        try await journal.append(.done(id: id), durable: true)
-        if pendingCount == 0 { emit(.drained) }
+        guard let actions = step({ $0.cancel(ticket.id) }) else { return false }
+        launch(actions)
+        try await journal.append(.done(id: ticket.id), durable: true)
+        launch(step { $0.drainedIfEmpty() })
         return true
     }
 
     /// The callers waiting in ``result(of:as:decoder:)`` for `ticket` (for tests).
     func ticketWaiterCount(_ ticket: OutboxTicket) -> Int {
         state.withLock { $0.ticketWaiters[ticket.id]?.count ?? 0 }
-    }
-
-    /// Hands `result` to the callers waiting for `entry`'s ticket, and remembers it for later ones.
-    private func settleTicket(of entry: StoredEntry, with result: StoredResult) {
-        let outcome = TicketOutcome(result: result, acceptable: entry.acceptable)
-        let waiters = state.withLock { state in
-            state.nextAttempts[entry.id] = nil
-            state.lastErrors[entry.id] = nil
-            state.recentResults[entry.id] = outcome
-            state.recentOrder.append(entry.id)
-            if state.recentOrder.count > Self.rememberedResults {
-                state.recentResults[state.recentOrder.removeFirst()] = nil
-            }
-            return state.ticketWaiters.removeValue(forKey: entry.id).map { Array($0.values) } ?? []
-        }
-        for waiter in waiters { waiter.resume(returning: outcome) }
     }
 
     // MARK: Enqueue
@@ -798,192 +654,141 @@ public final class Outbox: Sendable {
             acceptableStatusCodes: request.acceptableStatusCodes.map { $0.sorted() })
     }
 
-    // MARK: Sending
+    // MARK: The shell
+
+    /// Runs `transition` on the machine, under the lock.
+    private func step<Result>(_ transition: (inout Machine) -> Result) -> Result {
+        state.withLock { transition(&$0.machine) }
+    }
 
     /// Runs `body` in a task the outbox tracks, so that ``close(timeout:)`` can cancel and await it.
     private func spawn(_ body: @escaping @Sendable (Outbox) async -> Void) {
         let id = UUID()
-        state.withLock { state in
-            guard !state.closed else { return }
-            state.tasks[id] = Task {
+        state.withLock { shell in
+            guard !shell.machine.closed else { return }
+            shell.tasks[id] = Task {
                 await body(self)
                 self.state.withLock { _ = $0.tasks.removeValue(forKey: id) }
             }
         }
     }
 
-    /// Starts a sender for every ordering key whose head can go, up to the concurrency bound, oldest head first.
-    ///
-    /// Takes keys out of `ready` (a heap) instead of filtering and sorting every queue: with 10,000 distinct keys
-    /// that made each pump sort them all (25 entries drained per second with a core busy).
-    private func pump() {
-        let keys = state.withLock { state -> [String] in
-            guard !state.paused, !state.closed else { return [] }
-            var started: [String] = []
-            while state.sending.count < limits.maximumConcurrentSends, let (sequence, key) = state.ready.popMin() {
-                state.pumpWork += 1
-                guard !state.sending.contains(key), let head = state.queues[key]?.first,
-                    state.entries[head]?.sequence == sequence
-                else { continue }  // Stale: the key is sending, empty, or was added again with its new head.
-                // An earlier entry of this key that is still being written goes first; its enqueue adds the key again.
-                if state.enqueuing[key]?.contains(where: { $0 < sequence }) == true { continue }
-                state.sending.insert(key)
-                started.append(key)
+    /// Performs `actions` for a caller that does not wait for them: those that take time run in a task of their own.
+    private func launch(_ actions: [Machine.Action]) {
+        var later: [Machine.Action] = []
+        for action in actions {
+            switch action {
+            case .send, .wait, .callHandler, .storeResult, .complete: later.append(action)
+            default: performAtOnce(action)
             }
-            return started
         }
-        for key in keys {
-            spawn { outbox in await outbox.sendHead(of: key) }
+        guard !later.isEmpty else { return }
+        spawn { [later] outbox in await outbox.perform(later) }
+    }
+
+    /// Performs `actions` in order, and after each the actions of the transition it reports, before the next.
+    private func perform(_ actions: [Machine.Action]) async {
+        var pending = Array(actions.reversed())
+        while let action = pending.popLast() {
+            let next = await perform(action)
+            pending.append(contentsOf: next.reversed())
         }
     }
 
-    /// Sends the head of `key`'s queue until it has a definitive result, stores and delivers that result, then lets
-    /// the next entry go.
-    private func sendHead(of key: String) async {
-        defer {
-            state.withLock { state in
-                state.sending.remove(key)
-                Self.markReady(key, in: &state)
-            }
-            pump()
-        }
-        guard let entry = state.withLock({ state in state.queues[key]?.first.flatMap { state.entries[$0] } }) else {
-            return
-        }
-        guard let result = await send(entry) else { return }
-        settleTicket(of: entry, with: result)
-        let info = entry.entry
-        if let status = result.statusCode { emit(.sent(info, statusCode: status)) }
-        if let failure = result.error(acceptable: entry.acceptable) { emit(.failed(info, failure)) }
-        // A handler that is already registered gets the result first: the entry stays on disk until it returns, so
-        // a crash meanwhile sends the entry again (same idempotency key) rather than losing its result.
-        if let handler = state.withLock({ state -> (generation: Int, run: Handler)? in
-            guard let handler = state.handlers[entry.kind] else { return nil }
-            state.delivering.insert(entry.id)
-            state.handing[entry.id] = result
-            return handler
-        }) {
-            defer { state.withLock { _ = $0.handing.removeValue(forKey: entry.id) } }
+    /// Performs `action`, and returns the actions of the transition it reports.
+    private func perform(_ action: Machine.Action) async -> [Machine.Action] {
+        switch action {
+        case .send(let entry, let attempt):
+            return await send(entry, attempt: attempt)
+        case .wait(let id, let delay):
             do {
-                try await handler.run(info, result, entry.acceptable)
-                // Durable before the next entry of the key goes: after a crash, only entries being sent or handled
-                // at that instant are sent again.
-                try? await journal.append(.done(id: entry.id), durable: true)
-                state.withLock { state in
-                    state.entries[entry.id] = nil
-                    Self.removeHead(entry.id, of: key, in: &state)
-                    state.attempts[entry.id] = nil
-                    state.ages[entry.id] = nil
-                }
-                finish(entry.id)
-                emit(.handled(info))
-                if pendingCount == 0 { emit(.drained) }
-                return
+                try await environment.sleep(delay)
             } catch {
-                state.withLock { state in
-                    state.delivering.remove(entry.id)
-                    state.failedHandlers[entry.id] = handler.generation
-                }
-                emit(.handlerFailed(info))
+                return step { $0.abandoned(id) }
             }
+            return step { $0.due(id) }
+        case .callHandler(let handler, let entry, let result, let generation):
+            var threw = false
+            do {
+                try await handler(entry.entry, result, entry.acceptable)
+            } catch {
+                threw = true
+            }
+            return step { $0.handlerReturned(entry.id, generation: generation, threw: threw) }
+        case .storeResult(let id, let result):
+            let stored = (try? await journal.append(.result(id: id, result), durable: true)) != nil
+            let now = environment.now()
+            return step { $0.resultStored(id, stored, at: now) }
+        case .complete(let id):
+            // Durable before the next entry of the key goes: after a crash, only entries being sent or handled at
+            // that instant are sent again.
+            try? await journal.append(.done(id: id), durable: true)
+            return step { $0.completed(id) }
+        default:
+            performAtOnce(action)
+            return []
         }
-        // No handler yet, or it threw: the result waits on disk.
-        do {
-            try await journal.append(.result(id: entry.id, result), durable: true)
-        } catch {
-            return  // Closed, or the disk failed: the entry stays queued and is sent again at the next opening.
-        }
-        state.withLock { state in
-            state.entries[entry.id] = nil
-            Self.removeHead(entry.id, of: key, in: &state)
-            state.results[entry.id] = (entry, result)
-            state.bytes += result.body?.count ?? 0
-            state.attempts[entry.id] = nil
-            state.ages[entry.id] = nil
-        }
-        await deliver(entry.id)
-        discardExpiredResults()
     }
 
-    /// Adds `key` to the ready heap if its queue has a head.
-    private static func markReady(_ key: String, in state: inout State) {
-        guard let head = state.queues[key]?.first, let sequence = state.entries[head]?.sequence else { return }
-        state.ready.insert(sequence, key)
+    /// Performs an action that takes no time (or starts a task of its own).
+    private func performAtOnce(_ action: Machine.Action) {
+        switch action {
+        case .startSending(let id):
+            spawn { outbox in await outbox.perform(outbox.step { $0.due(id) }) }
+        case .deliver(let ids):
+            spawn { outbox in
+                for id in ids { await outbox.perform(outbox.step { $0.deliver(id) }) }
+            }
+        case .discard(let id):
+            try? journal.appendWithoutWaiting(.done(id: id))
+        case .emit(let event):
+            emit(event)
+        case .resolveTickets(let id, let outcome):
+            for waiter in takeTicketWaiters(id) { waiter.resume(returning: outcome) }
+        case .failTickets(let id, let error):
+            for waiter in takeTicketWaiters(id) { waiter.resume(throwing: error) }
+        case .send, .wait, .callHandler, .storeResult, .complete:
+            launch([action])
+        }
     }
 
-    /// The keys the pump has examined since opening, for tests: about one per send, not one per key per send.
-    var pumpWorkForTesting: Int { state.withLock { $0.pumpWork } }
-
-    private static func removeHead(_ id: UUID, of key: String, in state: inout State) {
-        state.queues[key]?.removeAll { $0 == id }
-        if state.queues[key]?.isEmpty == true { state.queues[key] = nil }
+    private func takeTicketWaiters(_ id: UUID) -> [CheckedContinuation<TicketOutcome, any Error>] {
+        state.withLock { $0.ticketWaiters.removeValue(forKey: id).map { Array($0.values) } ?? [] }
     }
 
-    /// Attempts `entry` until it succeeds or fails for good; `nil` when the outbox was paused or closed meanwhile.
-    private func send(_ entry: StoredEntry) async -> StoredResult? {
+    /// The keys the scheduler has examined since opening, for tests: about one per send, not one per key per send.
+    var pumpWorkForTesting: Int { step { $0.pumpWork } }
+
+    /// Sends one attempt of `entry`, and reports how it went.
+    private func send(_ entry: StoredEntry, attempt: Int) async -> [Machine.Action] {
         // The configuration's sensitive names decide which response headers a stored result keeps: known before the
         // first result, also for entries left by an earlier run, which no enqueue of this run has asked about.
         _ = try? await clientFacts()
-        while true {
-            guard state.withLock({ !$0.closed && !$0.paused }) else { return nil }
-            let attempt = state.withLock { state -> Int in
-                state.attempts[entry.id, default: 0] += 1
-                return state.attempts[entry.id]!
-            }
-            let error: NetworkClientError
-            do {
-                var request = entry.request
-                if let rewrite {
-                    do {
-                        request = try await rewrite(request)
-                    } catch is CancellationError {
-                        return nil
-                    } catch {
-                        throw NetworkClientError.interceptorFailed(underlying: error)
-                    }
-                }
-                let response = try await client.run(entry.networkRequest(request))
-                return .success(response, isSecretHeader: isSecretResponseHeader, now: environment.now())
-            } catch let failure {
-                if failure is CancellationError || Task.isCancelled { return nil }
-                guard let delay = await retryDelay(after: failure, attempt: attempt) else {
-                    return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
-                }
-                if let maximumAge = limits.maximumAge, age(of: entry) + delay > maximumAge {
-                    return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
-                }
-                error =
-                    failure as? NetworkClientError
-                    ?? .interceptorFailed(underlying: OutboxError.sendFailed(String(describing: type(of: failure))))
-                emit(.retrying(entry.entry, attempt: attempt, delay: delay, error: error))
-                state.withLock { state in
-                    state.nextAttempts[entry.id] = environment.now().addingTimeInterval(delay)
-                    state.lastErrors[entry.id] = error.description
-                }
+        do {
+            var request = entry.request
+            if let rewrite {
                 do {
-                    try await environment.sleep(delay)
+                    request = try await rewrite(request)
+                } catch is CancellationError {
+                    return step { $0.abandoned(entry.id) }
                 } catch {
-                    return nil
+                    throw NetworkClientError.interceptorFailed(underlying: error)
                 }
-                state.withLock { _ = $0.nextAttempts.removeValue(forKey: entry.id) }
             }
+            let response = try await client.run(entry.networkRequest(request))
+            let result = StoredResult.success(response, isSecretHeader: isSecretResponseHeader, now: environment.now())
+            return step { $0.sent(entry.id, result) }
+        } catch let failure {
+            if failure is CancellationError || Task.isCancelled { return step { $0.abandoned(entry.id) } }
+            let delay = await retryDelay(after: failure, attempt: attempt)
+            let result = StoredResult.failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
+            let error =
+                failure as? NetworkClientError
+                ?? .interceptorFailed(underlying: OutboxError.sendFailed(String(describing: type(of: failure))))
+            let now = environment.now()
+            let moment = Machine.Moment(now: now, uptime: environment.uptime?() ?? now.timeIntervalSinceReferenceDate)
+            return step { $0.failed(entry.id, result, error: error, retryingAfter: delay, at: moment) }
         }
-    }
-
-    /// How long ago `entry` was enqueued, in seconds, for ``Limits/maximumAge``.
-    ///
-    /// The wall clock is read once per entry and process, with an enqueue time in the future counted as now (an entry
-    /// enqueued while the clock was a year ahead never aged); from then on age grows by a monotonic clock, so moving
-    /// the wall clock neither stops nor speeds it.
-    private func age(of entry: StoredEntry) -> TimeInterval {
-        let uptime = environment.uptime?() ?? environment.now().timeIntervalSinceReferenceDate
-        let base = state.withLock { state in
-            if let base = state.ages[entry.id] { return base }
-            let base = (uptime: uptime, age: max(0, environment.now().timeIntervalSince(entry.enqueuedAt)))
-            state.ages[entry.id] = base
-            return base
-        }
-        return base.age + max(0, uptime - base.uptime)
     }
 
     /// Whether a response header is left out of a stored result.
@@ -1017,60 +822,6 @@ public final class Outbox: Sendable {
         }
     }
 
-    // MARK: Results
-
-    /// Runs the handler of `id`'s kind on its stored result, if one is registered and it is not already running.
-    private func deliver(_ id: UUID) async {
-        let work = state.withLock { state -> (StoredEntry, StoredResult, (generation: Int, run: Handler))? in
-            guard let (entry, result) = state.results[id], let handler = state.handlers[entry.kind],
-                !state.delivering.contains(id), state.failedHandlers[id] != handler.generation
-            else { return nil }
-            state.delivering.insert(id)
-            return (entry, result, handler)
-        }
-        guard let (entry, result, handler) = work else { return }
-        do {
-            try await handler.run(entry.entry, result, entry.acceptable)
-        } catch {
-            state.withLock { state in
-                state.delivering.remove(id)
-                state.failedHandlers[id] = handler.generation
-            }
-            emit(.handlerFailed(entry.entry))
-            return
-        }
-        try? await journal.append(.done(id: id), durable: true)
-        finish(id)
-        emit(.handled(entry.entry))
-        if pendingCount == 0 { emit(.drained) }
-    }
-
-    /// Forgets `id` (done, or its result dropped).
-    private func finish(_ id: UUID) {
-        state.withLock { state in
-            state.delivering.remove(id)
-            state.failedHandlers[id] = nil
-            if let (_, result) = state.results.removeValue(forKey: id) { state.bytes -= result.body?.count ?? 0 }
-            state.bytes -= state.sizes.removeValue(forKey: id) ?? 0
-        }
-    }
-
-    /// Drops results that waited longer than ``Limits/resultRetention`` for a handler of their kind.
-    private func discardExpiredResults() {
-        let now = environment.now()
-        let expired = state.withLock { state in
-            state.results.values.filter {
-                state.handlers[$0.entry.kind] == nil
-                    && now.timeIntervalSince($0.result.storedAt) > limits.resultRetention
-            }.map(\.entry)
-        }
-        for entry in expired {
-            try? journal.appendWithoutWaiting(.done(id: entry.id))
-            finish(entry.id)
-            emit(.resultDiscarded(entry.entry))
-        }
-    }
-
     private func emit(_ event: OutboxEvent) {
         for stream in state.withLock({ Array($0.streams.values) }) { stream.yield(event) }
     }
@@ -1101,38 +852,4 @@ extension Result {
 extension Outbox {
     /// The journal, for tests that inject storage failures.
     var journalForTesting: OutboxJournal { journal }
-}
-
-/// A min-heap of ordering keys by the sequence number of their head entry.
-struct ReadyKeys: Sendable {
-    private var items: [(sequence: UInt64, key: String)] = []
-
-    mutating func insert(_ sequence: UInt64, _ key: String) {
-        items.append((sequence, key))
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].sequence < items[parent].sequence else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func popMin() -> (UInt64, String)? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let top = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count, items[left].sequence < items[smallest].sequence { smallest = left }
-            if right < items.count, items[right].sequence < items[smallest].sequence { smallest = right }
-            guard smallest != parent else { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return (top.sequence, top.key)
-    }
 }
