@@ -186,10 +186,6 @@ extension Outbox {
         }
     }
 
-    func emit(_ event: OutboxEvent) {
-        for stream in state.withLock({ Array($0.streams.values) }) { stream.yield(event) }
-    }
-
     /// Waits until every task in `tasks` has ended or `seconds` have passed; `true` if they all ended.
     static func waitForAll(_ tasks: [Task<Void, Never>], atMost seconds: TimeInterval) async -> Bool {
         let waiter = Task { for task in tasks { await task.value } }
