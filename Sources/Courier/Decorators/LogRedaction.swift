@@ -108,6 +108,28 @@ public struct LogRedaction: Sendable, Hashable {
     func isSecretField(_ name: String) -> Bool {
         bodyFields.contains(name.lowercased()) || matchesFragment(name)
     }
+
+    /// `json` (as `JSONSerialization` reads it) with the value of every field these rules call a secret, at any
+    /// depth, replaced by `replacement`; the names of those fields are added to `fields`. What ``LoggingClient`` logs
+    /// of a body, and what the ``Outbox`` refuses to store.
+    func redactingJSON(_ json: Any, with replacement: String, fields: inout [String]) -> Any {
+        if let object = json as? [String: Any] {
+            var result: [String: Any] = [:]
+            for (key, child) in object {
+                if isSecretField(key) {
+                    result[key] = replacement
+                    fields.append(key)
+                } else {
+                    result[key] = redactingJSON(child, with: replacement, fields: &fields)
+                }
+            }
+            return result
+        }
+        if let array = json as? [Any] {
+            return array.map { redactingJSON($0, with: replacement, fields: &fields) }
+        }
+        return json
+    }
 }
 
 /// The redaction rules of one ``LoggingClient``, with every name lowercased.
@@ -315,9 +337,9 @@ struct LogRedactor: Sendable {
         }
         if !rules.bodyFields.isEmpty || !rules.nameFragments.isEmpty {
             if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) {
-                var changed = false
-                let redactedJSON = redactJSON(json, changed: &changed)
-                if changed {
+                var redactedFields: [String] = []
+                let redactedJSON = rules.redactingJSON(json, with: Self.redacted, fields: &redactedFields)
+                if !redactedFields.isEmpty {
                     guard
                         let encoded = try? JSONSerialization.data(
                             withJSONObject: redactedJSON, options: [.sortedKeys, .fragmentsAllowed])
@@ -349,25 +371,6 @@ struct LogRedactor: Sendable {
 
     private static func isBinary(_ scalar: Unicode.Scalar) -> Bool {
         (scalar.value < 0x20 && scalar != "\n" && scalar != "\r" && scalar != "\t") || scalar.value == 0x7F
-    }
-
-    private func redactJSON(_ value: Any, changed: inout Bool) -> Any {
-        if let object = value as? [String: Any] {
-            var result: [String: Any] = [:]
-            for (key, child) in object {
-                if rules.isSecretField(key) {
-                    result[key] = Self.redacted
-                    changed = true
-                } else {
-                    result[key] = redactJSON(child, changed: &changed)
-                }
-            }
-            return result
-        }
-        if let array = value as? [Any] {
-            return array.map { redactJSON($0, changed: &changed) }
-        }
-        return value
     }
 
     /// A form body (`a=1&b=2`) with the named fields' values redacted; `nil` if `data` does not look like one.

@@ -63,20 +63,10 @@ public final class RetryingClient: NetworkClientProtocol {
             } catch {
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
                 guard attempt < policy.maxAttempts else { throw error }
-                let delay: TimeInterval
-                switch policy.verdict(for: error, now: environment.now()) {
-                case .never:
-                    throw error
-                case .retry(let retryAfter?):
-                    // The server asked for longer than we are willing to wait: its answer is the outcome.
-                    guard retryAfter <= policy.maxDelay else { throw error }
-                    delay = retryAfter
-                case .retry(nil):
-                    delay = environment.random(0...policy.backoffCeiling(afterAttempt: attempt))
-                case .askPredicate:
-                    guard let shouldRetry = policy.shouldRetry, await shouldRetry(error, attempt) else { throw error }
-                    delay = environment.random(0...policy.backoffCeiling(afterAttempt: attempt))
-                }
+                guard
+                    let delay = await policy.delay(
+                        after: error, attempt: attempt, layer: .caller, environment: environment)
+                else { throw error }
                 if let budget = policy.totalBudget, let start,
                     environment.now().timeIntervalSince(start) + delay > budget
                 {

@@ -36,23 +36,16 @@ extension Outbox {
         }
     }
 
-    /// The first field name at any depth of a JSON body that names a secret; `nil` for none or a body that is not
-    /// JSON.
+    /// The first field name at any depth of a JSON body that names a secret, by the logger's walk; `nil` for none
+    /// or a body that is not a JSON object or array.
     private static func secretField(inJSON body: Data, _ secrets: LogRedaction) -> String? {
         guard let first = body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }),
             first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
             let json = try? JSONSerialization.jsonObject(with: body)
         else { return nil }
-        var pending: [Any] = [json]
-        while let value = pending.popLast() {
-            if let object = value as? [String: Any] {
-                if let name = object.keys.first(where: secrets.isSecretField) { return name }
-                pending.append(contentsOf: object.values)
-            } else if let array = value as? [Any] {
-                pending.append(contentsOf: array)
-            }
-        }
-        return nil
+        var fields: [String] = []
+        _ = secrets.redactingJSON(json, with: "", fields: &fields)
+        return fields.first
     }
 
     func stored<RequestModel, ResponseModel>(

@@ -123,6 +123,11 @@ extension Outbox {
     /// The keys the scheduler has examined since opening, for tests: about one per send, not one per key per send.
     var pumpWorkForTesting: Int { step { $0.pumpWork } }
 
+    /// How the outbox applies its ``retryPolicy``: unlike ``RetryingClient``, a failed interceptor or rewrite (often
+    /// a token refresh while offline) is retried, and the policy's backoff is the least wait, however short or long a
+    /// `Retry-After` asks for (above ``RetryPolicy/maxDelay`` too: nobody is waiting).
+    static let retryLayer = RetryPolicy.Layer(retriesInterceptorFailures: true, backoffIsTheLeastWait: true)
+
     /// Sends one attempt of `entry`, and reports how it went.
     private func send(_ entry: StoredEntry, attempt: Int) async -> [Machine.Action] {
         // The configuration's sensitive names decide which response headers a stored result keeps: known before the
@@ -144,7 +149,8 @@ extension Outbox {
             return step { $0.sent(entry.id, result) }
         } catch let failure {
             if failure is CancellationError || Task.isCancelled { return step { $0.abandoned(entry.id) } }
-            let delay = await retryDelay(after: failure, attempt: attempt)
+            let delay = await retryPolicy.delay(
+                after: failure, attempt: attempt, layer: Self.retryLayer, environment: environment)
             let result = StoredResult.failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
             let error =
                 failure as? NetworkClientError
@@ -161,29 +167,6 @@ extension Outbox {
     private var isSecretResponseHeader: (String) -> Bool {
         let sensitive = sensitiveHeaders.union(knownFacts?.sensitiveHeaders ?? [])
         return { [secrets] name in secrets.isSecretHeader(name, sensitiveHeaders: sensitive) }
-    }
-
-    /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
-    /// The policy's backoff is the least wait: a `Retry-After` may only lengthen it.
-    ///
-    /// Unlike ``RetryingClient``, a failed interceptor or rewrite (often a token refresh while offline) is retried,
-    /// and a `Retry-After` above ``RetryPolicy/maxDelay`` is waited for rather than ending the retries.
-    private func retryDelay(after error: any Error, attempt: Int) async -> TimeInterval? {
-        let backoff = { self.environment.random(0...self.retryPolicy.backoffCeiling(afterAttempt: attempt)) }
-        if case .interceptorFailed? = error as? NetworkClientError { return backoff() }
-        switch retryPolicy.verdict(for: error, now: environment.now()) {
-        case .never:
-            return nil
-        case .retry(let retryAfter?):
-            // The server may lengthen the wait, never shorten it: `Retry-After: 0`, or an HTTP-date in the past (clock
-            // skew), would otherwise retry at once, for ever (34,000 requests in 10 s from 4 entries).
-            return max(retryAfter, backoff())
-        case .retry(nil):
-            return backoff()
-        case .askPredicate:
-            guard let shouldRetry = retryPolicy.shouldRetry, await shouldRetry(error, attempt) else { return nil }
-            return backoff()
-        }
     }
 
     /// Waits until every task in `tasks` has ended or `seconds` have passed; `true` if they all ended.

@@ -245,32 +245,23 @@ struct OutboxStateMachine<Handler: Sendable>: Sendable {
     /// threw on is stored (if it was not yet) for a newer handler.
     mutating func handlerReturned(_ id: UUID, generation: Int, threw: Bool) -> [Action] {
         guard var record = records[id] else { return [] }
-        var actions: [Action] = []
+        let result: StoredResult
+        let inStore: Bool
         switch record.phase {
-        case .handing(let result, generation):
-            if !threw {
-                record.phase = .completing(stored: nil)
-                actions = [.complete(id)]
-            } else {
-                record.failedGeneration = generation
-                record.phase = .storingResult(result)
-                actions = [.emit(.handlerFailed(record.entry.entry)), .storeResult(id, result)]
-            }
-        case .delivering(let result, generation):
-            if !threw {
-                record.phase = .completing(stored: result)
-                actions = [.complete(id)]
-            } else {
-                record.failedGeneration = generation
-                record.phase = .stored(result)
-                actions = [.emit(.handlerFailed(record.entry.entry))]
-            }
-        default:
-            return []
+        case .handing(let handed, generation): (result, inStore) = (handed, false)
+        case .delivering(let delivered, generation): (result, inStore) = (delivered, true)
+        default: return []
         }
+        guard threw else {
+            record.phase = .completing(stored: inStore ? result : nil)
+            save(record)
+            return [.complete(id)]
+        }
+        record.failedGeneration = generation
+        record.phase = inStore ? .stored(result) : .storingResult(result)
         save(record)
-        if case .stored = record.phase { actions += releaseIfHeld(by: record) }
-        return actions
+        let failed = Action.emit(.handlerFailed(record.entry.entry))
+        return inStore ? [failed] + releaseIfHeld(by: record) : [failed, .storeResult(id, result)]
     }
 
     /// The entry's result was written to the store (`stored`), or could not be: then the entry stays queued, to be
