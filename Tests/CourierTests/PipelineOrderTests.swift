@@ -46,6 +46,8 @@ private enum Secret {
 /// every order, with a decorator of the user's own anywhere in it.
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct PipelineWorld: Sendable {
+    /// The configuration's sensitive header names.
+    static let sensitiveHeaders: Set<String> = ["X-Session-Blob"]
     let main: LoopbackServer
     let other: LoopbackServer
     /// The `Authorization` each server received, by path, in arrival order.
@@ -73,7 +75,7 @@ struct PipelineWorld: Sendable {
     }
 
     func stack(_ layers: [Layer], store: TokenStore, log: LogCollector) -> any NetworkClientProtocol {
-        let configuration = main.configuration(sensitiveHeaders: ["X-Session-Blob"])
+        let configuration = main.configuration(sensitiveHeaders: Self.sensitiveHeaders)
         var client: any NetworkClientProtocol = NetworkClient(configuration: configuration)
         for layer in layers {
             switch layer {
@@ -144,11 +146,13 @@ struct PipelineWorld: Sendable {
         }
         if layers.contains(.logged) && log.all.isEmpty { problems.append("nothing was logged") }
 
-        // The outbox over this stack refuses the configuration's sensitive header at enqueue.
+        // The outbox over this stack, given the configuration's rules, refuses its sensitive header at enqueue.
         do {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("order-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let outbox = try Outbox(directory: directory, client: client, paused: true)
+            let outbox = try Outbox(
+                directory: directory, client: client, rules: Outbox.Rules(sensitiveHeaders: Self.sensitiveHeaders),
+                paused: true)
             defer { Task { await outbox.close() } }
             do {
                 try await outbox.enqueue(

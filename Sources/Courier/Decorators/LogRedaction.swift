@@ -21,7 +21,7 @@ public enum LogLevel: Int, Sendable, Hashable, CaseIterable {
 /// Besides the names in each set, a name is a secret when, lowercased and without `-` and `_`, it contains one of
 /// ``nameFragments``: with the default fragments `newPassword`, `password_confirmation`, `X-Api-Key`,
 /// `client-secret` and `X-Auth-Token` are all redacted, as headers, query parameters and body fields. The
-/// ``Outbox`` refuses to store the same names (see ``Outbox/init(directory:client:retryPolicy:limits:encoder:sensitiveHeaders:secrets:paused:rewrite:)``).
+/// ``Outbox`` refuses to store the same names (see ``Outbox/init(directory:client:rules:retryPolicy:limits:secrets:paused:rewrite:)``).
 public struct LogRedaction: Sendable, Hashable {
     /// More header names whose values are redacted; empty by default.
     public var headers: Set<String>

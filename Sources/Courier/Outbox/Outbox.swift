@@ -9,7 +9,9 @@ import FoundationNetworking
 /// result goes to the handler registered for its kind, also after a restart.
 ///
 /// ```swift
-/// let outbox = try Outbox(directory: supportDirectory.appendingPathComponent("outbox"), client: client)
+/// let outbox = try Outbox(
+///     directory: supportDirectory.appendingPathComponent("outbox"), client: client,
+///     rules: Outbox.Rules(configuration))
 /// outbox.onResult(kind: "createPost", as: Post.self) { entry, result in
 ///     if case .success(let response) = result { try await store.save(response.value) }
 /// }
@@ -26,11 +28,13 @@ import FoundationNetworking
 ///   while an earlier one is retried, and until the earlier one's handler (if one is registered) has run. Different
 ///   keys run concurrently, up to ``Limits/maximumConcurrentSends``.
 /// - **No secret on disk**: a request that carries one is refused at enqueue: `Authorization`, `Proxy-Authorization`,
-///   `Cookie`, the configuration's sensitive headers, URL user info, and any header, query parameter, form field or
+///   `Cookie`, the ``Rules/sensitiveHeaders`` (the configuration's), URL user info, and any header, query parameter, form field or
 ///   JSON body field whose name the ``secrets`` rules call a secret (the same rules as ``LoggingClient``:
 ///   `*password*`, `*secret*`, `*token*`, `*apikey*` by default). The wrapped client adds credentials at send time.
 ///   Stored responses keep no `Set-Cookie` nor secret-named header either; a stored response *body* is kept as the
 ///   server sent it, for the handler.
+/// - **Nothing but its entries through `run`**: the outbox takes the configuration's rules as ``Rules``, so a
+///   decorator of yours under it (counting, throttling, logging) sees exactly the requests that are sent.
 /// - **One retry layer**: the outbox retries its entries itself; what it sends carries
 ///   ``RequestOptions/allowsRetry`` `false`, so a ``RetryingClient`` in the client's stack sends each attempt once.
 /// - **Bounded**: ``Limits`` caps entries, bytes and the body size; beyond them `enqueue` throws and stores nothing.
@@ -63,12 +67,12 @@ public final class Outbox: Sendable {
     /// The rules that name secrets: what enqueue refuses and what a stored response leaves out.
     public let secrets: LogRedaction
 
+    /// The client's sensitive header names and default coders, as given when the outbox was opened.
+    public let rules: Rules
+
     let rewrite: Rewrite?
-    let encoder: JSONEncoder?
+    /// Every sensitive header name, lowercased: the rules' and those that always are.
     let sensitiveHeaders: Set<String>
-    /// What the client at the bottom of ``client``'s stack says of its configuration, asked once (``ClientFacts``):
-    /// `.some(nil)` when it could not answer.
-    let facts = Locked<FactsState>(.unknown)
 
     let environment: RetryEnvironment
     let journal: OutboxJournal
@@ -94,14 +98,12 @@ public final class Outbox: Sendable {
     ///     Apple platforms. Nothing else should write in it.
     ///   - client: The client to send through, for example `NetworkClient(configuration:)` with an interceptor or
     ///     `.authenticated(by:)`; its credentials are added at send time, never stored.
+    ///   - rules: The client's sensitive header names and default coders, for example
+    ///     `Outbox.Rules(configuration)` for a client built on `configuration`, whatever decorators wrap it; see
+    ///     ``Rules``. The outbox asks the client for nothing but its entries.
     ///   - retryPolicy: The delay rules for transient failures; `RetryPolicy()` by default (0.5 s base, 30 s cap, full
     ///     jitter, `Retry-After` honoured; a `Retry-After` above `maxDelay` is still waited for).
     ///   - limits: The bounds; `Limits()` by default.
-    ///   - encoder: The encoder for bodies whose request sets none; `nil` (the default) uses the configuration's of the
-    ///     ``NetworkClient`` at the bottom of `client`'s stack, whatever decorators wrap it, else `JSONEncoder()`.
-    ///   - sensitiveHeaders: More header names refused at enqueue, besides `Authorization`, `Proxy-Authorization`,
-    ///     `Cookie` and the ``NetworkConfiguration/sensitiveHeaders`` of the ``NetworkClient`` at the bottom of
-    ///     `client`'s stack; empty by default.
     ///   - secrets: The rules that name secret headers, query parameters and body fields, refused at enqueue;
     ///     `LogRedaction()` by default, the rules ``LoggingClient`` redacts by. To store a field such as `push_token`,
     ///     leave its fragment out, for example `LogRedaction(nameFragments: ["password", "secret", "apikey"])`.
@@ -113,28 +115,25 @@ public final class Outbox: Sendable {
     public convenience init(
         directory: URL,
         client: any NetworkClientProtocol,
+        rules: Rules,
         retryPolicy: RetryPolicy = RetryPolicy(),
         limits: Limits = Limits(),
-        encoder: JSONEncoder? = nil,
-        sensitiveHeaders: Set<String> = [],
         secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
         rewrite: Rewrite? = nil
     ) throws {
         try self.init(
-            directory: directory, client: client, retryPolicy: retryPolicy, limits: limits, encoder: encoder,
-            sensitiveHeaders: sensitiveHeaders, secrets: secrets, paused: paused, rewrite: rewrite,
-            environment: .live)
+            directory: directory, client: client, rules: rules, retryPolicy: retryPolicy, limits: limits,
+            secrets: secrets, paused: paused, rewrite: rewrite, environment: .live)
     }
 
     /// Opens an outbox with an injected clock, sleep and random source (for tests).
     init(
         directory: URL,
         client: any NetworkClientProtocol,
+        rules: Rules = Rules(),
         retryPolicy: RetryPolicy = RetryPolicy(),
         limits: Limits = Limits(),
-        encoder: JSONEncoder? = nil,
-        sensitiveHeaders: Set<String> = [],
         secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
         rewrite: Rewrite? = nil,
@@ -149,9 +148,9 @@ public final class Outbox: Sendable {
         self.retryPolicy = retryPolicy
         self.limits = limits
         self.rewrite = rewrite
-        self.encoder = encoder
+        self.rules = rules
         self.secrets = secrets
-        self.sensitiveHeaders = Redaction.alwaysSensitiveHeaders.union(sensitiveHeaders.map { $0.lowercased() })
+        self.sensitiveHeaders = rules.allSensitiveHeaders
         self.environment = environment
         self.lock = lock
         self.journal = OutboxJournal(
@@ -176,7 +175,7 @@ public final class Outbox: Sendable {
 
     /// Stores `request` durably and returns its entry id; the outbox sends it as soon as its ordering key allows.
     ///
-    /// The body is encoded now (JSON with the request's or the outbox's encoder, `Data` as is, or form items), so
+    /// The body is encoded now (JSON with the request's encoder or the ``Rules/encoder``, `Data` as is, or form items), so
     /// the Swift types need not exist after a restart. The request's `decoder` and `encoder` are not stored; its
     /// response type is chosen by the handler (``onResult(kind:as:decoder:handler:)``).
     /// - Parameters:
@@ -198,8 +197,7 @@ public final class Outbox: Sendable {
     public func enqueue<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
     ) async throws -> OutboxTicket {
-        let facts = try await clientFacts()
-        var entry = try stored(request, kind: kind, orderingKey: orderingKey, facts: facts)
+        var entry = try stored(request, kind: kind, orderingKey: orderingKey)
         entry.sequence = try state.withLock { try $0.machine.takeSequence() }
         // Encoded outside the lock, so concurrent callers encode in parallel.
         let record: Data
@@ -229,9 +227,8 @@ public final class Outbox: Sendable {
     ///   - kind: The kind given at enqueue.
     ///   - type: The response type: decoded from JSON with `decoder`; `Data`, `String` and ``VoidResponse`` as in
     ///     ``NetworkClient``.
-    ///   - decoder: The decoder for the response body; `nil` (the default) uses the configuration's of the
-    ///     ``NetworkClient`` at the bottom of the client's stack, the decoder the same request would get from `run`
-    ///     (else `JSONDecoder()`).
+    ///   - decoder: The decoder for the response body; `nil` (the default) uses the ``Rules/decoder`` (with
+    ///     `Outbox.Rules(configuration)`, the decoder the same request would get from `run`).
     ///   - handler: Receives the entry and the decoded response, or the ``NetworkClientError`` of a permanent
     ///     failure (a non-retried status, a decoding failure, ``Limits/maximumAge`` passed).
     public func onResult<Value: Decodable & Sendable>(
@@ -242,8 +239,8 @@ public final class Outbox: Sendable {
             @escaping @Sendable (OutboxEntry, Result<NetworkResponse<Value>, NetworkClientError>) async throws
             -> Void
     ) {
-        let erased: Handler = { [weak self] entry, result, acceptable in
-            let decoder = if let decoder { decoder } else { try await self?.clientFacts()?.decoder ?? JSONDecoder() }
+        let decoder = decoder ?? rules.decoder
+        let erased: Handler = { entry, result, acceptable in
             try await handler(entry, result.outcome(as: Value.self, decoder: decoder, acceptable: acceptable))
         }
         launch(step { $0.register(kind: kind, erased) })

@@ -9,11 +9,10 @@ import FoundationNetworking
 extension Outbox {
     /// Refuses a request that carries a secret (see the type's "No secret on disk").
     private func refuseSecrets<RequestModel, ResponseModel>(
-        in request: NetworkRequest<RequestModel, ResponseModel>, body: Data?, facts: ClientFacts?
+        in request: NetworkRequest<RequestModel, ResponseModel>, body: Data?
     ) throws(OutboxError) {
-        let sensitive = sensitiveHeaders.union(facts?.sensitiveHeaders ?? [])
         for name in (request.additionalHeaders ?? [:]).keys
-        where secrets.isSecretHeader(name, sensitiveHeaders: sensitive) {
+        where secrets.isSecretHeader(name, sensitiveHeaders: sensitiveHeaders) {
             throw .secretHeader(name: name)
         }
         if let baseURL = request.baseURL {
@@ -48,9 +47,11 @@ extension Outbox {
         return fields.first
     }
 
+    /// `request` as the entry the journal stores, once it is let in: no stream response, no secret, valid headers,
+    /// its body encoded (with the request's encoder or the rules') and within ``Limits/maximumBodySize``, its
+    /// `Idempotency-Key` kept (else a new one).
     func stored<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String?,
-        facts: ClientFacts?
+        _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String?
     ) throws(OutboxError) -> StoredEntry {
         if ResponseKinds.isStream(ResponseModel.self) {
             throw .invalidRequest(
@@ -59,7 +60,7 @@ extension Outbox {
                     + "result")
         }
         var headers = request.additionalHeaders ?? [:]
-        try refuseSecrets(in: request, body: nil, facts: facts)
+        try refuseSecrets(in: request, body: nil)
         do {
             try HeaderValidation.validate(headers)
         } catch {
@@ -79,9 +80,9 @@ extension Outbox {
             }
         } else if let kind = BodyKinds.kind(of: request) {
             (body, contentType) = try kind.storedForOutbox(
-                with: request.encoder ?? encoder ?? facts?.encoder ?? JSONEncoder())
+                with: request.encoder ?? rules.encoder)
         }
-        try refuseSecrets(in: request, body: body, facts: facts)
+        try refuseSecrets(in: request, body: body)
         if let size = body?.count ?? request.formItems.map({ FormEncoding.body($0).count }),
             size > limits.maximumBodySize
         {

@@ -130,9 +130,6 @@ extension Outbox {
 
     /// Sends one attempt of `entry`, and reports how it went.
     private func send(_ entry: StoredEntry, attempt: Int) async -> [Machine.Action] {
-        // The configuration's sensitive names decide which response headers a stored result keeps: known before the
-        // first result, also for entries left by an earlier run, which no enqueue of this run has asked about.
-        _ = try? await clientFacts()
         do {
             var request = entry.request
             if let rewrite {
@@ -161,12 +158,9 @@ extension Outbox {
         }
     }
 
-    /// Whether a response header is left out of a stored result.
-    /// The test of whether a response header is left out of a stored result, with the sensitive names gathered once
-    /// per result rather than once per header.
-    private var isSecretResponseHeader: (String) -> Bool {
-        let sensitive = sensitiveHeaders.union(knownFacts?.sensitiveHeaders ?? [])
-        return { [secrets] name in secrets.isSecretHeader(name, sensitiveHeaders: sensitive) }
+    /// Whether a response header is left out of a stored result: a secret by the rules and ``secrets``.
+    private func isSecretResponseHeader(_ name: String) -> Bool {
+        secrets.isSecretHeader(name, sensitiveHeaders: sensitiveHeaders)
     }
 
     /// Waits until every task in `tasks` has ended or `seconds` have passed; `true` if they all ended.

@@ -59,8 +59,7 @@ extension Outbox {
     /// - Parameters:
     ///   - ticket: What ``enqueue(_:kind:orderingKey:)`` returned.
     ///   - type: The response type, decoded as a handler would.
-    ///   - decoder: The decoder; `nil` (the default) uses the configuration's of the ``NetworkClient`` at the bottom
-    ///     of the client's stack (else `JSONDecoder()`).
+    ///   - decoder: The decoder; `nil` (the default) uses the ``Outbox/Rules/decoder``.
     /// - Returns: The entry's response.
     /// - Throws: The entry's ``NetworkClientError`` (a permanent failure, a non-2xx status, a decoding failure);
     ///   ``OutboxError/unknownTicket`` when this outbox does not know the entry (never enqueued here, cancelled, or
@@ -94,7 +93,7 @@ extension Outbox {
             let waiter = state.withLock { $0.ticketWaiters[id]?.removeValue(forKey: waiterID) }
             waiter?.resume(throwing: CancellationError())
         }
-        let chosen = if let decoder { decoder } else { try await clientFacts()?.decoder ?? JSONDecoder() }
+        let chosen = decoder ?? rules.decoder
         return try outcome.result.outcome(as: Value.self, decoder: chosen, acceptable: outcome.acceptable).get()
     }
 
