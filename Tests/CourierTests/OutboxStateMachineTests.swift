@@ -377,7 +377,7 @@ struct OutboxStateMachineTests {
     }
 
     @Test(
-        "After close nothing starts; a send that was cancelled leaves its entry queued; results with a handler are unstored"
+        "After close nothing starts; a cancelled send leaves its entry queued; results with a handler are unstored"
     )
     func close() throws {
         let world = World()

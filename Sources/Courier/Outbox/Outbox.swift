@@ -28,8 +28,9 @@ import FoundationNetworking
 ///   while an earlier one is retried, and until the earlier one's handler (if one is registered) has run. Different
 ///   keys run concurrently, up to ``Limits/maximumConcurrentSends``.
 /// - **No secret on disk**: a request that carries one is refused at enqueue: `Authorization`, `Proxy-Authorization`,
-///   `Cookie`, the ``Rules/sensitiveHeaders`` (the configuration's), URL user info, and any header, query parameter, form field or
-///   JSON body field whose name the ``secrets`` rules call a secret (the same rules as ``LoggingClient``:
+///   `Cookie`, the ``Rules/sensitiveHeaders`` (the configuration's), URL user info, and any header, query
+///   parameter, form field or JSON body field whose name the ``secrets`` rules call a secret (the same rules as
+///   ``LoggingClient``:
 ///   `*password*`, `*secret*`, `*token*`, `*apikey*` by default). The wrapped client adds credentials at send time.
 ///   Stored responses keep no `Set-Cookie` nor secret-named header either; a stored response *body* is kept as the
 ///   server sent it, for the handler.
@@ -175,9 +176,9 @@ public final class Outbox: Sendable {
 
     /// Stores `request` durably and returns its entry id; the outbox sends it as soon as its ordering key allows.
     ///
-    /// The body is encoded now (JSON with the request's encoder or the ``Rules/encoder``, `Data` as is, or form items), so
-    /// the Swift types need not exist after a restart. The request's `decoder` and `encoder` are not stored; its
-    /// response type is chosen by the handler (``onResult(kind:as:decoder:handler:)``).
+    /// The body is encoded now (JSON with the request's encoder or the ``Rules/encoder``, `Data` as is, or form
+    /// items), so the Swift types need not exist after a restart. The request's `decoder` and `encoder` are not
+    /// stored; its response type is chosen by the handler (``onResult(kind:as:decoder:handler:)``).
     /// - Parameters:
     ///   - request: The request. Its `additionalHeaders` must not carry a credential; an `Idempotency-Key` in them
     ///     is kept as the entry's key.
@@ -301,7 +302,6 @@ public final class Outbox: Sendable {
         lock.release()
         for stream in streams { stream.finish() }
     }
-
 }
 
 extension Outbox {

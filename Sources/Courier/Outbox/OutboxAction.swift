@@ -10,8 +10,8 @@ extension OutboxStateMachine {
     enum Action: Sendable {
         /// Start this entry's sender in a task of its own: its first attempt is due (``due(_:)``).
         case startSending(UUID)
-        /// Send this attempt through the client (after the rewrite hook); report ``sent(_:_:)``, ``failed(_:_:error:retryingAfter:at:)``
-        /// or, when cancelled, ``abandoned(_:)``.
+        /// Send this attempt through the client (after the rewrite hook); report ``sent(_:_:)``,
+        /// ``failed(_:_:error:retryingAfter:at:)`` or, when cancelled, ``abandoned(_:)``.
         case send(StoredEntry, attempt: Int)
         /// Wait this long, then report ``due(_:)`` (or ``abandoned(_:)`` when cancelled).
         case wait(UUID, TimeInterval)

@@ -80,8 +80,7 @@ extension Outbox {
     /// - Throws: ``OutboxError/directoryInUse(path:)`` or ``OutboxError/storageFailed(operation:path:code:)``.
     @available(
         *, deprecated,
-        message:
-            "Pass the rules of the client's configuration: Outbox(directory:client:rules: Outbox.Rules(configuration)); without them, a client under decorators gets Outbox.Rules()"
+        message: "Pass rules: Outbox.Rules(configuration); without them a client under decorators gets Outbox.Rules()"
     )
     public convenience init(
         directory: URL,

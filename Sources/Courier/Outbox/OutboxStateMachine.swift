@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The rules of an ``Outbox``, as a value: each event (an entry was enqueued, its attempt is due, it was sent, an
+/// What an ``Outbox`` does, as a value: each event (an entry was enqueued, its attempt is due, it was sent, an
 /// attempt failed, a handler returned, a write to the store finished, an entry was cancelled, the outbox closed) is a
 /// transition that returns what to do, and the outbox does it outside its lock: write to its store, send through its
 /// client, call a handler, emit an event. No I/O, no clock and no task here: the time is an input of the transitions
