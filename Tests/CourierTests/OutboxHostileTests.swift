@@ -337,7 +337,11 @@ struct OutboxHostileTests {
         try await outbox.enqueue(post("/never"), kind: "k")
         yearAhead.withLock { $0 = false }
         outbox.resume()
-        let failed = await eventually(timeout: promptly) { outcome.withLock { $0 } != nil }
+        // Virtual time proves the rule (the checks below); the wall-clock wait only bounds a hang. Broken, the entry
+        // would be retried on virtual time at full speed, far past 60 s and 10 sends. It is not `promptly`: the whole
+        // suite stalls for several seconds at times (synchronous reads and process launches of other suites hold
+        // the cooperative threads), and this test's six attempts were caught in it.
+        let failed = await eventually(timeout: .seconds(30)) { outcome.withLock { $0 } != nil }
         await outbox.close()
         #expect(failed, "the entry was still retried after \(elapsed.withLock { $0 }) s of virtual time")
         #expect(outcome.withLock { $0 } == 503)
