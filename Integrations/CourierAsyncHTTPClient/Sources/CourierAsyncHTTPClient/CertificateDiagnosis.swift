@@ -65,9 +65,13 @@ enum CertificateDiagnosis {
             }
         guard let channel = try? await bootstrap.connect(host: host, port: port).get() else { return nil }
         // The refused verification ends the handshake and closes the connection; the timeout bounds a server that
-        // never sends its certificate.
+        // never sends its certificate, and the caller's cancellation ends the wait at once.
         let limit = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
-        try? await channel.closeFuture.get()
+        await withTaskCancellationHandler {
+            try? await channel.closeFuture.get()
+        } onCancel: {
+            channel.close(promise: nil)
+        }
         limit.cancel()
         return chain.withLockedValue { $0 }
     }

@@ -4,76 +4,82 @@ import NIOConcurrencyHelpers
 /// The idle timeout of one exchange, shared by the transport's task (which reports activity) and ``IdleMonitor``
 /// (which ends the exchange when the silence lasted the whole timeout).
 final class IdleWatch: Sendable {
-    private let timer: NIOLockedValueBox<IdleTimer>
-    private let onExpiry = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+    private struct State {
+        var timer: IdleTimer
+        var onExpiry: (@Sendable () -> Void)?
+    }
+
+    private let state: NIOLockedValueBox<State>
 
     /// A watch of `timeout` seconds (positive) from now.
     init(timeout: Double) {
-        let nanoseconds = timeout * 1e9 >= Double(UInt64.max) ? UInt64.max : UInt64(timeout * 1e9)
-        timer = NIOLockedValueBox(IdleTimer(timeout: nanoseconds, now: Self.now()))
-    }
-
-    /// Runs `handler` once, on the monitor's queue, if the timeout expires; set before ``start()``. It must not block.
-    func whenExpired(_ handler: @escaping @Sendable () -> Void) {
-        onExpiry.withLockedValue { $0 = handler }
+        let nanoseconds = timeout * 1e9 >= Double(UInt64.max) ? UInt64.max : max(1, UInt64(timeout * 1e9))
+        state = NIOLockedValueBox(State(timer: IdleTimer(timeout: nanoseconds, now: Self.now())))
     }
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    /// A request body piece went out or a response piece came.
+    /// Runs `handler` once, on the monitor's queue, if the timeout expires; set before ``start()``. It must not block.
+    func whenExpired(_ handler: @escaping @Sendable () -> Void) {
+        state.withLockedValue { $0.onExpiry = handler }
+    }
+
+    /// A request body piece went out.
     func activity() {
         let now = Self.now()
-        timer.withLockedValue { $0.activity(now: now) }
+        state.withLockedValue { $0.timer.activity(now: now) }
     }
 
     /// The transport waits for Courier, not for the server.
     func pause() {
-        timer.withLockedValue { $0.pause() }
+        state.withLockedValue { $0.timer.pause() }
     }
 
     /// The transport asks the server for more.
     func resume() {
         let now = Self.now()
-        timer.withLockedValue { $0.resume(now: now) }
+        state.withLockedValue { $0.timer.resume(now: now) }
     }
 
     /// Starts watching: ``IdleMonitor`` looks at the watch when its deadline comes.
     func start() {
-        IdleMonitor.shared.add(self, at: timer.withLockedValue { $0.deadline })
+        IdleMonitor.shared.add(self, at: state.withLockedValue { $0.timer.deadline })
     }
 
     /// The exchange ended: the watch never expires.
     func end() {
-        timer.withLockedValue { $0.end() }
+        state.withLockedValue { $0.timer.end() }
         IdleMonitor.shared.remove(self)
     }
 
     /// Whether the timeout expired (the exchange failed for it).
     var expired: Bool {
-        timer.withLockedValue { $0.phase == .expired }
+        state.withLockedValue { $0.timer.phase == .expired }
     }
 
-    /// The monitor's look at a due deadline. On `.expired`, the monitor calls ``expire()`` once out of its lock.
+    /// The monitor's look at a due deadline. On `.expired`, the monitor calls ``expire()`` once, out of its lock.
     fileprivate func check(now: UInt64) -> IdleTimer.Verdict {
-        timer.withLockedValue { $0.check(now: now) }
+        state.withLockedValue { $0.timer.check(now: now) }
     }
 
     fileprivate func expire() {
-        onExpiry.withLockedValue { $0 }?()
+        state.withLockedValue { $0.onExpiry }?()
     }
 }
 
 /// One timer for the idle timeouts of every exchange of every ``AsyncHTTPClientTransport`` in the process.
 ///
-/// Starting a watch is a dictionary insert under a lock; the timer is re-armed only when a watch's deadline is
-/// earlier than the one it waits for (with timeouts alike, almost never). Activity on an exchange changes its watch
-/// only: the monitor finds out when the old deadline comes, and waits for the new one.
+/// Starting a watch puts its deadline in a heap under a lock; the timer is re-armed only when that deadline is earlier
+/// than the one it waits for (with timeouts alike, almost never). Activity on an exchange changes its watch only: the
+/// monitor finds out when the old deadline comes, and moves the watch to its new one. Only the watches that are due
+/// are looked at.
 // `timer` is scheduled only under the lock of `state` (and set up in `init`).
 final class IdleMonitor: @unchecked Sendable {
     static let shared = IdleMonitor()
 
     private struct State {
-        var watches: [ObjectIdentifier: (deadline: UInt64, watch: IdleWatch)] = [:]
+        var deadlines = DeadlineHeap<ObjectIdentifier>()
+        var watches: [ObjectIdentifier: IdleWatch] = [:]
         /// When the timer fires next, or `nil` when it is idle.
         var armedFor: UInt64?
     }
@@ -90,16 +96,25 @@ final class IdleMonitor: @unchecked Sendable {
 
     /// Looks at `watch` at `deadline` (uptime nanoseconds), unless it is removed first.
     func add(_ watch: IdleWatch, at deadline: UInt64) {
+        let key = ObjectIdentifier(watch)
         state.withLockedValue { state in
-            state.watches[ObjectIdentifier(watch)] = (deadline, watch)
+            state.watches[key] = watch
+            state.deadlines.set(key, to: deadline)
             arm(&state, for: deadline)
         }
     }
 
     /// Forgets `watch`.
     func remove(_ watch: IdleWatch) {
-        state.withLockedValue { _ = $0.watches.removeValue(forKey: ObjectIdentifier(watch)) }
+        let key = ObjectIdentifier(watch)
+        state.withLockedValue { state in
+            guard state.watches.removeValue(forKey: key) != nil else { return }
+            state.deadlines.remove(key)
+        }
     }
+
+    /// The watches being looked after (for tests).
+    var count: Int { state.withLockedValue { $0.watches.count } }
 
     /// Arms the timer for `deadline` when it is earlier than the one it waits for. Under the lock, so that two
     /// watches cannot arm it in the wrong order.
@@ -116,29 +131,26 @@ final class IdleMonitor: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let expired = state.withLockedValue { state -> [IdleWatch] in
             var expired: [IdleWatch] = []
-            var earliest: UInt64?
-            for (key, entry) in state.watches {
-                var deadline = entry.deadline
-                if deadline <= now {
-                    // The watch's lock inside the monitor's: the only nesting (a watch never holds its own lock while it
-                    // takes the monitor's).
-                    switch entry.watch.check(now: now) {
-                    case .checkAgain(let next):
-                        deadline = next
-                        state.watches[key] = (next, entry.watch)
-                    case .expired:
-                        expired.append(entry.watch)
-                        state.watches.removeValue(forKey: key)
-                        continue
-                    case .over:
-                        state.watches.removeValue(forKey: key)
-                        continue
-                    }
+            while let (deadline, key) = state.deadlines.earliest, deadline <= now {
+                guard let watch = state.watches[key] else {
+                    state.deadlines.remove(key)
+                    continue
                 }
-                earliest = min(earliest ?? deadline, deadline)
+                // The watch's lock inside the monitor's: the only nesting (a watch never holds its own lock while it
+                // takes the monitor's).
+                switch watch.check(now: now) {
+                case .checkAgain(let next):
+                    state.deadlines.set(key, to: next)
+                case .expired:
+                    expired.append(watch)
+                    fallthrough
+                case .over:
+                    state.deadlines.remove(key)
+                    state.watches.removeValue(forKey: key)
+                }
             }
             state.armedFor = nil
-            if let earliest { arm(&state, for: earliest) }
+            if let (next, _) = state.deadlines.earliest { arm(&state, for: next) }
             return expired
         }
         // Outside the lock: an expiry cancels a task.

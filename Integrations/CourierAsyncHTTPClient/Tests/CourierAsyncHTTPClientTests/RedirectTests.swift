@@ -1,4 +1,4 @@
-import Courier
+// Courier's API through the product's re-export alone (no `import Courier`).
 import CourierAsyncHTTPClient
 import Foundation
 import NIOConcurrencyHelpers
