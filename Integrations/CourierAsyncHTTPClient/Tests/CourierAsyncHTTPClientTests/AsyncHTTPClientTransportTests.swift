@@ -210,11 +210,7 @@ struct AsyncHTTPClientTransportHTTPSTests {
         try await anonymous.shutdown()
 
         let identity = try clients.issue(commonName: "courier-client", forServer: false)
-        let presenting = try AsyncHTTPClientTransport(
-            tls: TLSOptions(
-                trustRoots: .only(pem: try authority.pem),
-                clientIdentity: TLSOptions.ClientIdentity(
-                    certificateChainPEM: identity.certificatePEM, privateKeyPEM: identity.keyPEM)))
+        let presenting = try mutualTLSTransport(trusting: authority, presenting: identity)
         let memo = try await client(presenting, baseURL: server.url("/", host: "localhost")).run(request).value
         #expect(memo == Memo(id: 9, text: "mutual"))
         #expect(server.requests.count == 1)

@@ -8,12 +8,12 @@ struct DeadlineHeapTests {
     func againstSortedList() {
         var heap = DeadlineHeap<Int>()
         var expected: [Int: UInt64] = [:]
-        var generator = SplitMix(seed: 44)
+        // A fixed, scrambled walk over 64 keys: sets (new keys, earlier and later deadlines) and removals.
         for step in 0..<2_000 {
-            let key = Int(generator.next() % 64)
-            switch generator.next() % 3 {
+            let key = (step * 37 + step / 64) % 64
+            switch (step * 7) % 3 {
             case 0, 1:
-                let deadline = generator.next() % 1_000
+                let deadline = UInt64((step * 7_919 + 13) % 1_000)
                 heap.set(key, to: deadline)
                 expected[key] = deadline
             default:
@@ -32,20 +32,5 @@ struct DeadlineHeapTests {
         }
         #expect(drained == expected.values.sorted())
         #expect(heap.isEmpty)
-    }
-}
-
-/// A small deterministic generator, so that a failure repeats.
-private struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

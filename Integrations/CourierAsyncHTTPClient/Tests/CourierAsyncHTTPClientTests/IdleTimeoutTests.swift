@@ -213,6 +213,24 @@ extension TimedSuites {
             try await server.stop()
         }
 
+        @Test("An upload the server stops reading: timedOut once timeoutInterval passed without progress, not a hang")
+        func stalledUpload() async throws {
+            let server = try await RawServer(behaviour: .stopReading)
+            let transport = try AsyncHTTPClientTransport()
+            let client = try await server.warmClient(transport)
+            let body = Data(count: 32 << 20)  // More than the sockets' buffers take.
+            let started = ContinuousClock.now
+            let (error, at) = try await failure {
+                _ = try await client.run(
+                    NetworkRequest<Data, VoidResponse>(path: "upload", method: .put, body: body, timeoutInterval: 1))
+            }
+            #expect(transportCode(error) == .timedOut, "\(String(describing: error))")
+            #expect(at - started >= .seconds(1))
+            #expect(at - started < .seconds(20))
+            try await transport.shutdown()
+            try await server.stop()
+        }
+
         @Test("A data body over 64 KiB goes out in pieces and arrives whole, with its Content-Length and progress")
         func largeDataBody() async throws {
             let server = try await TestServer { _ in TestServer.Response(status: .noContent) }

@@ -31,6 +31,8 @@ final class RawServer: Sendable {
         case flood(prefix: [UInt8], filler: [UInt8])
         /// Writes these bytes as soon as the connection opens, before anything is read (plain HTTP only).
         case greet([UInt8])
+        /// Stops reading after the request's head: a request body fills the socket buffers, then waits.
+        case stopReading
     }
 
     private let channel: any Channel
@@ -114,8 +116,8 @@ private final class RawHandler: ChannelInboundHandler {
         var buffer = unwrapInboundIn(data)
         guard !answered else { return }
         received += buffer.readBytes(length: buffer.readableBytes) ?? []
-        // The request's head ends with an empty line; the probes send no body.
-        guard received.count >= 4, received.suffix(4).elementsEqual(Array("\r\n\r\n".utf8)) else { return }
+        // The request's head ends with an empty line; the probes send no body, but for `stopReading`'s.
+        guard received.firstRange(of: Array("\r\n\r\n".utf8)) != nil else { return }
         if received.starts(with: Array("GET /warm ".utf8)) {
             received = []
             write(Array("HTTP/1.1 204 No Content\r\n\r\n".utf8), context: context)
@@ -126,6 +128,8 @@ private final class RawHandler: ChannelInboundHandler {
         switch behaviour {
         case .silent, .greet:
             break
+        case .stopReading:
+            try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
         case .send(let bytes):
             write(bytes, context: context)
         case .sendAndDrop(let bytes):

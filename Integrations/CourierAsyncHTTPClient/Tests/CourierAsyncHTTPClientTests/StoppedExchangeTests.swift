@@ -59,12 +59,26 @@ extension TimedSuites {
             #expect(after < afterStopLimit, "the server wrote \(after) bytes after the stop")
         }
 
+        /// A server that behaves so, plain or over TLS, and a client of it whose connection is open.
+        private static func setUp(
+            tls: Bool, _ behaviour: RawServer.Behaviour
+        ) async throws -> (RawServer, AsyncHTTPClientTransport, NetworkClient) {
+            let authority = try TestAuthority(name: "Courier Test CA")
+            let server = try await RawServer(tls: tls ? try authority.serverTLS() : nil, behaviour: behaviour)
+            let transport = try Self.transport(tls: tls, authority: authority)
+            return (server, transport, try await server.warmClient(transport, host: tls ? "localhost" : "127.0.0.1"))
+        }
+
+        /// A `200` whose body never ends, declaring a length or not.
+        private static func endlessBody(declaring length: Int? = nil) -> RawServer.Behaviour {
+            let framing = length.map { "Content-Length: \($0)" } ?? "Connection: close"
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\(framing)\r\n\r\n"
+            return .flood(prefix: Array(head.utf8), filler: Array(repeating: UInt8(ascii: "z"), count: 1_024))
+        }
+
         @Test("totalTimeout against a silent server", arguments: [false, true])
         func totalTimeout(tls: Bool) async throws {
-            let authority = try TestAuthority(name: "Courier Test CA")
-            let server = try await RawServer(tls: tls ? try authority.serverTLS() : nil, behaviour: .silent)
-            let transport = try Self.transport(tls: tls, authority: authority)
-            let client = try await server.warmClient(transport, host: tls ? "localhost" : "127.0.0.1")
+            let (server, transport, client) = try await Self.setUp(tls: tls, .silent)
             try await Self.checkStop(server: server, expected: .transport(.timedOut)) {
                 _ = try await client.run(NetworkRequest<VoidRequest, Data>(path: "x", method: .get, totalTimeout: 1))
             }
@@ -72,16 +86,11 @@ extension TimedSuites {
             try await server.stop()
         }
 
-        @Test("responseTooLarge against a body that never ends", arguments: [false, true])
-        func responseTooLarge(tls: Bool) async throws {
-            let authority = try TestAuthority(name: "Courier Test CA")
-            let head = Array(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n".utf8)
-            let server = try await RawServer(
-                tls: tls ? try authority.serverTLS() : nil,
-                behaviour: .flood(prefix: head, filler: Array(repeating: UInt8(ascii: "z"), count: 1_024)))
-            let transport = try Self.transport(tls: tls, authority: authority)
-            let client = try await server.warmClient(transport, host: tls ? "localhost" : "127.0.0.1")
+        @Test(
+            "responseTooLarge against a body that never ends, and one that declares a length over the limit",
+            arguments: [false, true], [nil, 1 << 30])
+        func responseTooLarge(tls: Bool, declared: Int?) async throws {
+            let (server, transport, client) = try await Self.setUp(tls: tls, Self.endlessBody(declaring: declared))
             try await Self.checkStop(server: server, expected: .responseTooLarge(limit: 1 << 20)) {
                 _ = try await client.run(
                     NetworkRequest<VoidRequest, Data>(path: "x", method: .get, maximumResponseSize: 1 << 20))
@@ -92,14 +101,10 @@ extension TimedSuites {
 
         @Test("A malformed head: a flood of header lines that never ends", arguments: [false, true])
         func headerFlood(tls: Bool) async throws {
-            let authority = try TestAuthority(name: "Courier Test CA")
-            let server = try await RawServer(
-                tls: tls ? try authority.serverTLS() : nil,
-                behaviour: .flood(
-                    prefix: Array("HTTP/1.1 200 OK\r\n".utf8),
-                    filler: Array("X-Filler: \(String(repeating: "f", count: 100))\r\n".utf8)))
-            let transport = try Self.transport(tls: tls, authority: authority)
-            let client = try await server.warmClient(transport, host: tls ? "localhost" : "127.0.0.1")
+            let flood = RawServer.Behaviour.flood(
+                prefix: Array("HTTP/1.1 200 OK\r\n".utf8),
+                filler: Array("X-Filler: \(String(repeating: "f", count: 100))\r\n".utf8))
+            let (server, transport, client) = try await Self.setUp(tls: tls, flood)
             try await Self.checkStop(server: server, expected: .transport(.badServerResponse)) {
                 _ = try await client.run(NetworkRequest<VoidRequest, Data>(path: "x", method: .get))
             }
@@ -109,14 +114,7 @@ extension TimedSuites {
 
         @Test("totalTimeout on a stream whose reader holds back while the server floods", arguments: [false, true])
         func streamDeadline(tls: Bool) async throws {
-            let authority = try TestAuthority(name: "Courier Test CA")
-            let head = Array(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n".utf8)
-            let server = try await RawServer(
-                tls: tls ? try authority.serverTLS() : nil,
-                behaviour: .flood(prefix: head, filler: Array(repeating: UInt8(ascii: "s"), count: 1_024)))
-            let transport = try Self.transport(tls: tls, authority: authority)
-            let client = try await server.warmClient(transport, host: tls ? "localhost" : "127.0.0.1")
+            let (server, transport, client) = try await Self.setUp(tls: tls, Self.endlessBody())
             let started = ContinuousClock.now
             let stream = try await client.run(
                 NetworkRequest<VoidRequest, ByteStream>(path: "x", method: .get, totalTimeout: 2)

@@ -20,6 +20,17 @@ func client(_ transport: AsyncHTTPClientTransport, baseURL: URL) -> NetworkClien
     NetworkClient(configuration: NetworkConfiguration(transport: transport, baseURL: baseURL))
 }
 
+/// A transport that trusts `authority` and presents `identity` when a server asks for a client certificate.
+func mutualTLSTransport(
+    trusting authority: TestAuthority, presenting identity: (certificatePEM: String, keyPEM: String)
+) throws -> AsyncHTTPClientTransport {
+    try AsyncHTTPClientTransport(
+        tls: TLSOptions(
+            trustRoots: .only(pem: try authority.pem),
+            clientIdentity: TLSOptions.ClientIdentity(
+                certificateChainPEM: identity.certificatePEM, privateKeyPEM: identity.keyPEM)))
+}
+
 /// Runs `body`, failing (instead of hanging) when it takes longer than `limit`: a generous hang limit, not a timing.
 func withTimeLimit<T: Sendable>(
     _ limit: Duration, _ body: @escaping @Sendable () async throws -> T

@@ -102,11 +102,7 @@ struct CertificateFailureTests {
         let server = try await TestServer(tls: try authority.serverTLS(requiringClientsOf: clients)) { _ in .text("no")
         }
         let identity = try strangers.issue(commonName: "stranger", forServer: false)
-        let transport = try AsyncHTTPClientTransport(
-            tls: TLSOptions(
-                trustRoots: .only(pem: try authority.pem),
-                clientIdentity: TLSOptions.ClientIdentity(
-                    certificateChainPEM: identity.certificatePEM, privateKeyPEM: identity.keyPEM)))
+        let transport = try mutualTLSTransport(trusting: authority, presenting: identity)
         let (error, _) = try await failure {
             _ = try await client(transport, baseURL: server.url("/", host: "localhost")).run(
                 NetworkRequest<VoidRequest, Data>(path: "memo", method: .get))
