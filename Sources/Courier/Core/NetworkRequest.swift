@@ -103,9 +103,10 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// body's `Content-Type`) when they name the same field, compared case-insensitively.
     public internal(set) var additionalHeaders: [String: String]?
     /// The time, in seconds, the request may stay idle before it fails with `URLError.timedOut`;
-    /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`. On Linux, where URLSession counts whole
-    /// seconds, it is rounded up: `0.5` waits one second rather than failing at once. It must be a positive, finite
-    /// number, or the request fails with ``NetworkClientError/invalidRequest(reason:)``.
+    /// `nil` (the default) keeps the session's `timeoutIntervalForRequest` (over another ``HTTPTransport``,
+    /// `URLRequest`'s 60 seconds). On Linux, where URLSession counts whole seconds, it is rounded up: `0.5` waits one
+    /// second rather than failing at once. It must be a positive, finite number, or the request fails with
+    /// ``NetworkClientError/invalidRequest(reason:)``.
     public let timeoutInterval: TimeInterval?
     /// The most time, in seconds, the whole request may take, from sending to the last byte of the response, however
     /// steadily the server sends; `nil` (the default) keeps the session's `timeoutIntervalForResource` (7 days for
@@ -113,6 +114,11 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// is cancelled and the call throws ``NetworkClientError/transportFailed(_:)`` with `URLError.timedOut`. It must
     /// be a positive number, or the request fails with ``NetworkClientError/invalidRequest(reason:)``; values above
     /// ``NetworkConfiguration/maximumTimeout`` (infinity included) are lowered to it.
+    ///
+    /// It bounds one attempt, not the call: under ``NetworkClientProtocol/retrying(_:)`` each attempt has the whole
+    /// of it again, so a call against a silent server takes up to ``RetryPolicy/maxAttempts`` times `totalTimeout`,
+    /// plus the waits between attempts. ``RetryPolicy/totalBudget`` bounds the waits (no retry starts that would end
+    /// its wait past the budget) but never cuts an attempt under way.
     public let totalTimeout: TimeInterval?
     /// The largest response body, in bytes after decompression, this request accepts in memory; `nil` (the default)
     /// uses ``NetworkConfiguration/maximumResponseSize``. A larger body stops the transfer with

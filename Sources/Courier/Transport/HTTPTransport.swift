@@ -18,6 +18,12 @@ import FoundationNetworking
 ///   it), and returns when the body has ended. Either call returns `false` when Courier needs no more: stop reading
 ///   and return. A transport that can pause reading awaits ``HTTPExchange/readyForMore()`` before it reads each next
 ///   piece, so that a streamed response's slow reader holds the server back (see <doc:Streaming>).
+/// - It enforces the request's idle timeout, `request.timeoutInterval`: the longest silence, in seconds, before the
+///   response head and between two pieces of the body (each request body piece sent starts it again too), as
+///   `URLSession` counts it. It is ``NetworkRequest/timeoutInterval``, or what an interceptor set, or `URLRequest`'s
+///   default, 60 seconds: a transport that ignores it lets a server that accepts a connection and never answers hang
+///   the call (``NetworkRequest/totalTimeout`` bounds the whole call, but is 7 days unless set). When it passes, the
+///   transport cancels its request and throws `URLError(.timedOut)`.
 /// - It registers ``HTTPExchange/whenStopped(_:)``: Courier stops an exchange when its caller is cancelled, its
 ///   deadline passes or its body breaks a rule. The transport then cancels its work and returns promptly (what it
 ///   returns or throws then is ignored: the caller gets Courier's reason).
