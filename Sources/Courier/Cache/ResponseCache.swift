@@ -38,6 +38,10 @@ public final class ResponseCache: Sendable {
 
     /// The largest share of a store's capacity one response may take: 1/10. A larger response is not kept there.
     public static let maximumEntryFraction = 0.1
+    /// The most fields a stored response's `Vary` may name: 32. A response whose `Vary` names more is not stored (it
+    /// goes to the caller, like a `no-store` one), so that a lookup compares at most this many request fields,
+    /// whatever a server sends. Real `Vary` fields name a handful.
+    public static let maximumVaryFields = 32
     /// The share of the time since `Last-Modified` that a response without an explicit lifetime stays fresh (RFC
     /// 9111, 4.2.2): 1/10.
     public static let heuristicFraction = 0.1

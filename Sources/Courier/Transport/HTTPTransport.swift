@@ -44,6 +44,21 @@ public protocol HTTPTransport: Sendable {
     /// - Throws: An error when the request cannot be sent or the response does not arrive whole; whatever it throws
     ///   after ``HTTPExchange/whenStopped(_:)`` ran is ignored.
     func send(_ exchange: HTTPExchange) async throws
+
+    /// What this transport adds to `request` when it sends it, besides the request's own header fields: header fields
+    /// of its own, cookies, the credentials it answers an authentication challenge with (see ``RequestAdditions``).
+    ///
+    /// A ``ResponseCache`` files each response under them, so that what reaches the wire reaches the cache's key.
+    /// Courier's `URLSession` transports report their session's; a transport that sends the request as it is keeps
+    /// the default, ``RequestAdditions/none``. A transport that wraps another must return the wrapped one's additions
+    /// (with its own): returning none while the transport under it adds a credential would let a shared cache serve
+    /// one credential's response to another. Called once per cacheable hop, before ``send(_:)``; keep it cheap.
+    func additions(to request: URLRequest) -> RequestAdditions
+}
+
+extension HTTPTransport {
+    /// ``RequestAdditions/none``: the request goes out as it is.
+    public func additions(to request: URLRequest) -> RequestAdditions { .none }
 }
 
 /// The body of a request a transport sends.
