@@ -504,14 +504,14 @@ struct ResponseCacheTests {
     func memoryCapacity() async throws {
         let capacity = 64 * 1024
         let origin = try CacheOrigin(cache: ResponseCache(memoryCapacity: capacity)) { _, n in
-            cacheable(String(repeating: "m", count: 6_000) + "\(n)", ["Cache-Control": "max-age=60"])
+            cacheable(String(repeating: "m", count: 5_000) + "\(n)", ["Cache-Control": "max-age=60"])
         }
-        for index in 0..<110 {
+        for index in 0..<130 {
             try await origin.get("/item\(index)")
             #expect(origin.cache.currentMemoryUsage <= capacity)
         }
         // The most recent is kept, the oldest is gone.
-        #expect(try await origin.get("/item109").response.cacheStatus == .fresh)
+        #expect(try await origin.get("/item129").response.cacheStatus == .fresh)
         #expect(try await origin.get("/item0").response.cacheStatus == .network)
     }
 

@@ -202,9 +202,11 @@ final class CachingTransport: HTTPTransport {
         guard CachePolicy.isStorable(head, for: filing.request),
             let vary = filing.selection.values(head.value(forHTTPHeaderField: "Vary"), of: filing.request)
         else { return nil }
+        // A copy of exactly its size: a body read in pieces may hold a buffer up to twice as large, uncounted.
+        let kept = body.withUnsafeBytes { bytes in bytes.baseAddress.map { Data(bytes: $0, count: bytes.count) } }
         return StoredResponse(
-            status: head.statusCode, headers: StoredResponse.fields(of: head), body: body, requestTime: requestTime,
-            responseTime: responseTime, varyValues: vary)
+            status: head.statusCode, headers: StoredResponse.fields(of: head), body: kept ?? Data(),
+            requestTime: requestTime, responseTime: responseTime, varyValues: vary)
     }
 
     /// A hop ended with `ended`: a successful unsafe request invalidates what it names (RFC 9111, 4.4).
