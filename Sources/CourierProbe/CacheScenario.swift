@@ -3,7 +3,8 @@ import Foundation
 import LoopbackHTTPServer
 
 /// Stores one response in a disk `ResponseCache` in `directory`, fetched from a server that stops
-/// with this process, and reports its URL: a later process that is served it read it from disk.
+/// with this process, and reports its URL: a later process that is served it read it from disk. Fails with the
+/// `ResponseCacheError` when the directory cannot be opened (another process holds it).
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 func cacheFill(_ directory: String?) async -> (Bool, String) {
     guard let path = directory else { return (false, "cache-fill needs --directory PATH") }
@@ -14,7 +15,7 @@ func cacheFill(_ directory: String?) async -> (Bool, String) {
                 body: Data("stored by another process".utf8))
         }
         defer { server.stop() }
-        let cache = ResponseCache(
+        let cache = try ResponseCache(
             memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: URL(fileURLWithPath: path))
         let configuration = NetworkConfiguration(baseURL: server.baseURL)
         configuration.responseCache = cache

@@ -46,6 +46,12 @@ struct CacheKey: Hashable, Sendable {
         partition = SHA256Digest.hex(salt + "\n" + parts.joined(separator: "\n"))
     }
 
+    /// A new random salt: 32 hexadecimal digits (128 bits).
+    static func newSalt() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
     init(url: String, partition: String) {
         self.url = url
         self.partition = partition
