@@ -25,9 +25,7 @@ struct CacheKey: Hashable, Sendable {
     /// added to; `sensitiveHeaders` lowercased. `nil` without a URL.
     init?(_ wire: URLRequest, additions: RequestAdditions, sensitiveHeaders: Set<String>, salt: String) {
         guard let url = wire.url else { return nil }
-        var text = url.absoluteString
-        if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-        self.url = text
+        self.url = Self.address(of: url)
         var fields: [String: String] = [:]
         for (name, value) in wire.allHTTPHeaderFields ?? [:] where sensitiveHeaders.contains(name.lowercased()) {
             fields[name.lowercased()] = value
@@ -44,6 +42,14 @@ struct CacheKey: Hashable, Sendable {
             .sorted()
             .map { "\($0.utf8.count):\($0)" }
         partition = SHA256Digest.hex(salt + "\n" + parts.joined(separator: "\n"))
+    }
+
+    /// What responses for `url` are filed under: its absolute string without the fragment (searched as bytes: a
+    /// search by `Character` cost 13k instructions a lookup).
+    static func address(of url: URL) -> String {
+        let text = url.absoluteString
+        guard let hash = text.utf8.firstIndex(of: UInt8(ascii: "#")) else { return text }
+        return String(text[..<hash])
     }
 
     /// A new random salt: 32 hexadecimal digits (128 bits).

@@ -53,11 +53,12 @@ final class CachingTransport: HTTPTransport {
         }
         let control = CachePolicy.requestControl(request)
         guard !control.noStore else { return try await base.send(exchange) }
+        // The key holds the sensitive fields and every field the transport adds.
+        let partitioned =
+            additions.headerFields.isEmpty
+            ? sensitiveHeaders : sensitiveHeaders.union(additions.headerFields.keys.map { $0.lowercased() })
         let filing = Filing(
-            request: request, key: key,
-            selection: VarySelection(
-                salt: cache.salt,
-                partitioned: sensitiveHeaders.union(additions.headerFields.keys.map { $0.lowercased() })))
+            request: request, key: key, selection: VarySelection(salt: cache.salt, partitioned: partitioned))
         var stored = cache.lookup(key)
         if let candidate = stored, !filing.selection.matches(candidate, request) { stored = nil }
         if let stored {

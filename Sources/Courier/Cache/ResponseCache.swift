@@ -113,10 +113,9 @@ public final class ResponseCache: Sendable {
     /// Removes every stored response for `url` (the full URL, query included; the fragment is ignored), whatever
     /// credentials fetched it.
     public func removeResponses(for url: URL) {
-        var text = url.absoluteString
-        if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-        memory.withLock { $0.remove(url: text) }
-        disk?.remove(url: text)
+        let address = CacheKey.address(of: url)
+        memory.withLock { $0.remove(url: address) }
+        disk?.remove(url: address)
     }
 
     // MARK: The stores

@@ -35,9 +35,11 @@ struct SessionAdditions: Sendable {
         if let cookies, let list = cookies.cookies(for: url), !list.isEmpty {
             sent.append("cookie\u{0}" + (HTTPCookie.requestHeaderFields(with: list)["Cookie"] ?? ""))
         }
-        if let credentials, let host = url.host?.lowercased(), let scheme = url.scheme?.lowercased() {
+        if let all = credentials?.allCredentials, !all.isEmpty, let host = url.host?.lowercased(),
+            let scheme = url.scheme?.lowercased()
+        {
             let port = url.port ?? (scheme == "https" ? 443 : 80)
-            for (space, byUser) in credentials.allCredentials
+            for (space, byUser) in all
             where !space.isProxy() && space.host.lowercased() == host && space.port == port
                 && space.protocol?.lowercased() == scheme
             {
