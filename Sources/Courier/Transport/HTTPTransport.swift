@@ -31,6 +31,9 @@ import FoundationNetworking
 ///   Courier wraps it in ``NetworkClientError/transportFailed(_:)`` and removes the secrets from it. Another error
 ///   becomes `URLError(.unknown)` that names only its type, since its text may carry secrets. Returning without an error means
 ///   the head was handed over and the body ended; returning before any head fails the exchange.
+/// - If it adds anything to the request on the wire (header fields, cookies, credentials of its own), it says so in
+///   ``additions(to:)``, so that a ``ResponseCache`` keys on it; a transport that wraps another forwards the wrapped
+///   one's.
 ///
 /// The calls on the exchange come one at a time, from any thread. A ``HTTPExchange/whenStopped(_:)`` handler runs on
 /// the thread that stops the exchange (a cancellation handler, Courier's deadline timer): it must not block.
