@@ -64,7 +64,7 @@ func cacheMemory(_ options: ProbeOptions) async -> (Bool, String) {
         let summary =
             "\(count) responses stored in \(capacity >> 20) MB: reported \(stored >> 10) KB at most, "
             + "resident \(before) MB before, \(after) MB after"
-        let allowed = (capacity >> 20) + 4
+        let allowed = (capacity >> 20) + 6
         guard stored <= capacity, after - before <= allowed else {
             return (false, summary + " (more than \(allowed) MB)")
         }
