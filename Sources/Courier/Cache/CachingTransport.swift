@@ -43,10 +43,15 @@ final class CachingTransport: HTTPTransport {
     }
 
     func send(_ exchange: HTTPExchange) async throws {
-        // The cache decides on what the server receives: the request with what the transport adds to it.
+        // Asked first of the hop's own request: nothing more is read for a download or a POST.
+        guard !exchange.prefersFileBody, CachePolicy.handles(exchange.request) else {
+            return try await base.send(exchange)
+        }
+        // The cache decides on what the server receives: the request with what the transport adds to it (which may
+        // add a conditional field of its own).
         let additions = base.additions(to: exchange.request)
         let request = additions.applied(to: exchange.request)
-        guard !exchange.prefersFileBody, CachePolicy.handles(request),
+        guard CachePolicy.handles(request),
             let key = CacheKey(request, additions: additions, sensitiveHeaders: sensitiveHeaders, salt: cache.salt)
         else {
             return try await base.send(exchange)
