@@ -10,6 +10,13 @@ struct RowsPage: Codable, Sendable, Equatable {
     let next: String?
 }
 
+/// The rows of every page, read to the end.
+func allRows(_ pages: Pages<VoidRequest, RowsPage>) async throws -> [Int] {
+    var rows: [Int] = []
+    for try await page in pages { rows += page.value.rows }
+    return rows
+}
+
 @Suite("Pages")
 struct PagesTests {
     /// A server of three pages at `/items?page=N`, each linking to the next with `link(N + 1)`.
@@ -36,11 +43,21 @@ struct PagesTests {
     private let list = NetworkRequest<VoidRequest, RowsPage>(
         path: "/items", method: .get, queryItems: [URLQueryItem(name: "page", value: "1")])
 
-    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func rows(_ pages: Pages<VoidRequest, RowsPage>) async throws -> [Int] {
-        var rows: [Int] = []
-        for try await page in pages { rows += page.value.rows }
-        return rows
+        try await allRows(pages)
+    }
+
+    /// `server`'s configuration, naming `X-Api-Key` sensitive, with an interceptor that adds a credential to every
+    /// request, wherever it goes.
+    @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+    private func interceptedConfiguration(_ server: LoopbackServer) -> NetworkConfiguration {
+        let configuration = server.configuration(sensitiveHeaders: ["X-Api-Key"])
+        configuration.interceptor = { request in
+            var request = request
+            request.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization")
+            return request
+        }
+        return configuration
     }
 
     @Test("Link rel=next, relative: resolved against the page's URL, to the last page")
@@ -174,13 +191,7 @@ struct PagesTests {
         let home = try pagedServer(pages: 2) { _, page in
             "<\(other.baseURL.absoluteString)/items?page=\(page)>; rel=\"next\""
         }
-        let configuration = home.configuration(sensitiveHeaders: ["X-Api-Key"])
-        // An interceptor that adds the credential to every request, wherever it goes.
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization")
-            return request
-        }
+        let configuration = interceptedConfiguration(home)
         let request = NetworkRequest<VoidRequest, RowsPage>(
             path: "/items", method: .get, queryItems: [URLQueryItem(name: "page", value: "1")],
             additionalHeaders: ["X-Api-Key": "k3y", "Cookie": "session=1", "X-Trace": "t"])
@@ -209,12 +220,7 @@ struct PagesTests {
         let other = try LoopbackServer(host: "127.0.0.2") { _ in .json(RowsPage(rows: [2], next: nil)) }
         let home = try LoopbackServer { _ in .json(RowsPage(rows: [1], next: other.url("/rows?page=2").absoluteString))
         }
-        let configuration = home.configuration(sensitiveHeaders: ["X-Api-Key"])
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization")
-            return request
-        }
+        let configuration = interceptedConfiguration(home)
         let first = NetworkRequest<VoidRequest, RowsPage>(
             path: "/rows", method: .get, additionalHeaders: ["X-Api-Key": "k3y", "X-Trace": "t"])
         let pages = NetworkClient(configuration: configuration).pages(of: first) { page in

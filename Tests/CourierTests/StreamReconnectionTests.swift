@@ -195,14 +195,20 @@ struct StreamReconnectionLimitTests {
 
 @Suite("Stream reconnection storms")
 struct StreamReconnectionStormTests {
+    /// A reconnecting `GET` of events with `maxAttempts` and no initial delay, waiting on `time`.
+    private func reconnecting(maxAttempts: Int, on time: VirtualTime) -> EventsRequest {
+        EventsRequest(
+            method: .get,
+            reconnection: onVirtualTime(StreamReconnection(maxAttempts: maxAttempts, initialDelay: 0), time))
+    }
+
     @Test(
         "retry: 0 and one event per connection: the waits never go below the floor, double, and the stream ends with a typed error"
     )
     func oneEventThenClose() async throws {
         let server = try countingServer { index, _ in events("retry: 0\nid: \(index)\ndata: \(index)\n\n") }
         let time = VirtualTime()
-        let request = EventsRequest(
-            method: .get, reconnection: onVirtualTime(StreamReconnection(maxAttempts: 5, initialDelay: 0), time))
+        let request = reconnecting(maxAttempts: 5, on: time)
         var received: [String] = []
         let log = LogCollector()
         let error = await #expect(throws: StreamError.self) {
@@ -229,8 +235,7 @@ struct StreamReconnectionStormTests {
     func oneEventThenDrop() async throws {
         let server = try countingServer { index, _ in events("retry: 0\ndata: \(index)\n\n", then: .close) }
         let time = VirtualTime()
-        let request = EventsRequest(
-            method: .get, reconnection: onVirtualTime(StreamReconnection(maxAttempts: 3, initialDelay: 0), time))
+        let request = reconnecting(maxAttempts: 3, on: time)
         let error = await #expect(throws: NetworkClientError.self) {
             for try await _ in try await server.client().run(request).value {}
         }
@@ -246,8 +251,7 @@ struct StreamReconnectionStormTests {
     func poll() async throws {
         let server = try countingServer { index, _ in events("retry: 2000\nid: \(index)\ndata: \(index)\n\n") }
         let time = VirtualTime()
-        let request = EventsRequest(
-            method: .get, reconnection: onVirtualTime(StreamReconnection(maxAttempts: 2, initialDelay: 0), time))
+        let request = reconnecting(maxAttempts: 2, on: time)
         var received: [String] = []
         for try await event in try await server.client().run(request).value {
             received.append(event.data)
@@ -263,8 +267,7 @@ struct StreamReconnectionStormTests {
     func longConnections() async throws {
         let server = try countingServer { index, _ in events("retry: 0\ndata: \(index)\n\n") }
         let time = VirtualTime()
-        let request = EventsRequest(
-            method: .get, reconnection: onVirtualTime(StreamReconnection(maxAttempts: 2, initialDelay: 0), time))
+        let request = reconnecting(maxAttempts: 2, on: time)
         var received = 0
         for try await _ in try await server.client().run(request).value {
             // Each connection is open for a second before it ends.

@@ -223,12 +223,6 @@ struct StubNetworkClientPagesTests {
         return .body(body, statusCode: 200, headers: link.map { ["Link": "<\($0)>; rel=\"next\""] } ?? [:])
     }
 
-    private func rows(_ pages: Pages<VoidRequest, RowsPage>) async throws -> [Int] {
-        var rows: [Int] = []
-        for try await page in pages { rows += page.value.rows }
-        return rows
-    }
-
     @Test("Pages by a cursor in the query: each page is its own request, matched by path")
     func cursorPages() async throws {
         let stub = StubNetworkClient()
@@ -244,7 +238,7 @@ struct StubNetworkClientPagesTests {
                 NetworkRequest(path: "/rows", method: .get, queryItems: [URLQueryItem(name: "cursor", value: $0)])
             }
         }
-        #expect(try await rows(pages) == [1, 2, 3])
+        #expect(try await allRows(pages) == [1, 2, 3])
         #expect(stub.requests.map(\.description) == ["GET /rows", "GET /rows?cursor=c2", "GET /rows?cursor=c3"])
     }
 
@@ -259,7 +253,7 @@ struct StubNetworkClientPagesTests {
             label: "second", where: { $0.path == "/items" && $0.query("page") == "2" },
             answer: { _ in Self.page([2], link: "https://stub.invalid/items?page=3") })
         let pages = stub.pages(of: NetworkRequest<VoidRequest, RowsPage>(path: "/items", method: .get))
-        #expect(try await rows(pages) == [1, 2, 3])
+        #expect(try await allRows(pages) == [1, 2, 3])
         #expect(stub.requests.map(\.description) == ["GET /items", "GET /items?page=2", "GET /items?page=3"])
         #expect(stub.requests.allSatisfy { $0.baseURL == nil })
         #expect(stub.requests(.get, "/items").count == 3)
@@ -273,7 +267,7 @@ struct StubNetworkClientPagesTests {
             label: "first", where: { $0.query("page") == nil },
             answer: { _ in Self.page([1], link: "/api/v1/items?page=2") })
         let pages = stub.pages(of: NetworkRequest<VoidRequest, RowsPage>(path: "/items", method: .get))
-        #expect(try await rows(pages) == [1, 2])
+        #expect(try await allRows(pages) == [1, 2])
         #expect(stub.requests.map(\.description) == ["GET /items", "GET /items?page=2"])
     }
 
@@ -293,7 +287,7 @@ struct StubNetworkClientPagesTests {
         }
         #expect(rows == [1])
 
-        #expect(try await self.rows(stub.pages(of: first, allowingOtherOrigins: true)) == [1, 2])
+        #expect(try await allRows(stub.pages(of: first, allowingOtherOrigins: true)) == [1, 2])
         let sent = try #require(stub.requests.last)
         #expect(sent.description == "GET /items?page=2")
         #expect(sent.baseURL == URL(string: "https://other.invalid:8443"))
