@@ -28,7 +28,7 @@ struct StreamBackpressureTests {
         }
     }
 
-    @Test("A reader that stops reading holds no other transfer; past the backlog its stream ends with responseTooLarge")
+    @Test("A reader that stops reading holds no other transfer; past the backlog its stream ends with readerFellBehind")
     func stalledReader() async throws {
         try await MemoryHeavyTests.exclusively {
             let server = try fastServer(total: 1 << 30)
@@ -53,11 +53,14 @@ struct StreamBackpressureTests {
             } catch {
                 failure = error
             }
-            guard case NetworkClientError.responseTooLarge(let limit)? = failure else {
-                Issue.record("expected responseTooLarge, got \(String(describing: failure))")
+            guard case StreamError.readerFellBehind(let limit)? = failure else {
+                Issue.record("expected readerFellBehind, got \(String(describing: failure))")
                 return
             }
             #expect(limit == StreamDefaults.bufferCapacity + StreamDefaults.maximumBacklog)
+            // The error names the limits that applied, not the response size limit, which does not bound a stream.
+            let text = "\(failure.map { "\($0)" } ?? "")"
+            #expect(text.contains("StreamDefaults.maximumBacklog") && !text.contains("maximumResponseSize"))
         }
     }
 
@@ -87,7 +90,7 @@ struct StreamBackpressureTests {
                     try await Task.sleep(for: .milliseconds(20))
                     if read >= 4 << 20 { break }
                 }
-            } catch NetworkClientError.responseTooLarge {
+            } catch StreamError.readerFellBehind {
                 // Without holding, a reader this slow may fall the whole backlog behind: its stream ends, bounded.
             }
             #expect(try await ticks.value.count == 10)
@@ -150,7 +153,7 @@ struct StreamChannelTests {
         let producer = produce(channel, pieces: 100, size: 16 * 1_024)
         let clock = ContinuousClock()
         let start = clock.now
-        guard case .failure(NetworkClientError.responseTooLarge(let limit)) = await producer.value else {
+        guard case .failure(StreamError.readerFellBehind(let limit)) = await producer.value else {
             Issue.record("the producer should have failed at the backlog")
             return
         }
@@ -165,7 +168,7 @@ struct StreamChannelTests {
         let channel = StreamChannel(
             capacity: 64 * 1_024, backlog: 256 * 1_024, hold: 0.05, stall: 0.2, mayHoldTransport: { true })
         let producer = produce(channel, pieces: 100, size: 16 * 1_024)
-        guard case .failure(NetworkClientError.responseTooLarge) = await producer.value else {
+        guard case .failure(StreamError.readerFellBehind) = await producer.value else {
             Issue.record("the producer should have failed at the backlog")
             return
         }

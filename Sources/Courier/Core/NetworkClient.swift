@@ -150,6 +150,9 @@ public final class NetworkClient: NetworkClientProtocol {
             || !(networkRequest.interceptors ?? settings.interceptors).isEmpty
         let credentialWithheld =
             mayLeaveOrigin ? keepCredential(networkRequest.credentialScope, to: &request) : false
+        if let replaced = networkRequest.replacedFrom {
+            keepSecrets(continuing: replaced, credential: networkRequest.credentialScope, in: &request)
+        }
         if let listener { report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener) }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
         var sensitive = configuration.sensitiveHeaders
@@ -236,6 +239,23 @@ public final class NetworkClient: NetworkClientProtocol {
             request.setValue(nil, forHTTPHeaderField: name)
         }
         return true
+    }
+
+    /// A request that continues another one on another origin (``NetworkRequest/replacingURL(with:)``: a next page)
+    /// goes there as a cross-origin redirect would: without the configuration's sensitive header fields, whoever set
+    /// them (the request, an interceptor). The credential's own fields are ``keepCredential(_:to:)``'s, which already
+    /// kept them to the origins the credential names.
+    private func keepSecrets(
+        continuing replaced: ReplacedOrigin, credential: CredentialScope?, in request: inout URLRequest
+    ) {
+        var sensitive = configuration.sensitiveHeaders
+        if let credential { sensitive.subtract(credential.headerNames) }
+        for name in Redirects.withheldHeaders(
+            among: (request.allHTTPHeaderFields ?? [:]).keys, sensitiveHeaders: sensitive,
+            from: replaced.resolved(configured: configuration.base.origin), to: request.url)
+        {
+            request.setValue(nil, forHTTPHeaderField: name)
+        }
     }
 
     /// Tells the decorators that listen what is about to be sent (see ``SendReportListener``); `request` is `nil`

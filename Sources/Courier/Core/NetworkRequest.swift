@@ -157,6 +157,10 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// The credential an ``AuthenticatingClient`` put on the request, for the client at the bottom to keep to its
     /// origins; `nil` when none did.
     var credentialScope: CredentialScope?
+    /// Where the request that ``replacingURL(with:)`` made this one from was going, for the client at the bottom to
+    /// treat this one, should it go to another origin, as a cross-origin redirect from there; `nil` when it was not
+    /// made that way.
+    var replacedFrom: ReplacedOrigin?
     /// The request's own interceptors, which run in place of ``NetworkConfiguration/interceptors`` for it, in order;
     /// `nil` (the default) runs the configuration's. Set by the initializers that take `interceptors:`.
     public internal(set) var interceptors: [any NetworkRequestInterceptor]?

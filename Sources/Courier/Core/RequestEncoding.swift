@@ -257,13 +257,20 @@ enum HeaderValidation {
             throw .invalidHeader(
                 name: name, reason: "the field frames the message and is set by URLSession; remove it")
         }
-        for byte in value.utf8 where byte < 0x20 && byte != 0x09 || byte == 0x7F {
+        for byte in value.utf8 where !isAllowedInValue(byte) {
             let reason =
                 byte == 0x0D || byte == 0x0A
                 ? "the value contains CR or LF (header injection)"
                 : "the value contains the control character 0x\(String(byte, radix: 16, uppercase: true))"
             throw .invalidHeader(name: name, reason: reason)
         }
+    }
+
+    /// Whether `byte` may appear in a header value Courier sends: anything but the control characters other than
+    /// horizontal tab (CR and LF would inject header lines; RFC 9110 allows none of the others).
+    @inline(__always)
+    static func isAllowedInValue(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte != 0x7F || byte == 0x09
     }
 
     /// The method: an RFC 9110 token, or a request line could be forged (`"GET / HTTP/1.1\r\nX: 1\r\n\r\nGET"`).

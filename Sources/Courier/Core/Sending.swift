@@ -178,11 +178,11 @@ extension NetworkClient {
                 "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
         ])
 
-    /// `error` as the caller sees it: a ``NetworkClientError`` as it is, anything else as
-    /// ``NetworkClientError/transportFailed(_:)``, redacted here, once (URLError's user info carries the full URL,
-    /// password and query included).
+    /// `error` as the caller sees it: a ``NetworkClientError`` or a ``StreamError`` (a stream's own limit) as it is,
+    /// anything else as ``NetworkClientError/transportFailed(_:)``, redacted here, once (URLError's user info carries
+    /// the full URL, password and query included).
     static func wrapped(_ error: any Error, url: URL?) -> any Error {
-        if error is NetworkClientError || error is CancellationError { return error }
+        if error is NetworkClientError || error is CancellationError || error is StreamError { return error }
         return NetworkClientError.transportFailed(Redaction.urlError(error, url: url))
     }
 }

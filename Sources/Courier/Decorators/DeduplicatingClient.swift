@@ -323,6 +323,8 @@ final class RequestKey: Hashable, Sendable {
         let encoder: ObjectIdentifier?
         /// The credential's scope: the same header under another scope may be sent elsewhere.
         let credentialScope: CredentialScope?
+        /// The origin a replaced URL continues from: the same request from elsewhere may go without its secrets.
+        let replacedFrom: ReplacedOrigin?
         /// The request's say: a request that opts out of the credential or of retries must not share a call that
         /// has them.
         let options: RequestOptions
@@ -360,7 +362,7 @@ final class RequestKey: Hashable, Sendable {
             requestType: ObjectIdentifier(RequestModel.self),
             responseType: ObjectIdentifier(ResponseModel.self), decoder: request.decoder.map(ObjectIdentifier.init),
             encoder: request.encoder.map(ObjectIdentifier.init), credentialScope: request.credentialScope,
-            options: request.options)
+            replacedFrom: request.replacedFrom, options: request.options)
         hash = identity.hashValue
     }
 

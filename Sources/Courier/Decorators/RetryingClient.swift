@@ -81,7 +81,8 @@ public final class RetryingClient: NetworkClientProtocol {
     }
 }
 
-/// The clock, sleep and random source of a ``RetryingClient``; tests inject their own so nothing really waits.
+/// The clock, sleep and random source of a ``RetryingClient`` and of a stream's reconnections
+/// (``StreamReconnection``); tests inject their own so nothing really waits.
 struct RetryEnvironment: Sendable {
     /// Waits `seconds`; throws `CancellationError` at once if the task is cancelled.
     var sleep: @Sendable (_ seconds: TimeInterval) async throws -> Void
@@ -101,6 +102,11 @@ struct RetryEnvironment: Sendable {
         now: { Date() },
         random: { range in range.upperBound > range.lowerBound ? Double.random(in: range) : range.lowerBound },
         uptime: { ProcessInfo.processInfo.systemUptime })
+
+    /// Seconds on the monotonic clock, or on `now` when there is none (virtual time in tests).
+    func monotonicSeconds() -> TimeInterval {
+        uptime?() ?? now().timeIntervalSinceReferenceDate
+    }
 }
 
 extension NetworkClientProtocol {
