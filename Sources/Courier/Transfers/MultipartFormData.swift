@@ -246,8 +246,3 @@ public struct MultipartFormData: Encodable, Sendable {
         }
     }
 }
-
-/// The C library's `close`.
-private func closeDescriptor(_ descriptor: Int32) {
-    _ = close(descriptor)
-}
