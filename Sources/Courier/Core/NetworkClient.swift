@@ -318,7 +318,7 @@ public final class NetworkClient: NetworkClientProtocol {
     /// When the request must have ended: the earlier of its own total timeout and the session's resource timeout
     /// where Courier enforces it; `nil` when neither applies.
     private func deadline(totalTimeout: TimeInterval?) -> DispatchTime? {
-        // No array: building one to take its minimum cost about 900 instructions per call.
+        // No array: building one to take its minimum would allocate on every call.
         let total = totalTimeout.map { min($0, NetworkConfiguration.maximumTimeout) }
         let seconds: TimeInterval
         switch (total, configuration.resourceTimeout) {

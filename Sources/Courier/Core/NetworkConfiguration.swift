@@ -188,7 +188,7 @@ public final class NetworkConfiguration: Sendable {
     ///   replaced by URLSession's defaults (60 s idle, 7 days in all).
     ///
     /// On Linux the session has no `URLCache`: corelibs' cache makes cancelling a request unsafe (the process can
-    /// trap), and costs about 10% per request.
+    /// trap), and costs time on every request.
     /// - Parameters:
     ///   - sessionConfiguration: The configuration of the session to create; `.default` by default (shared cookie and
     ///     credential storage), or for example `.ephemeral`.

@@ -40,8 +40,8 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     public let refreshWindow: TimeInterval
 
     // The state holds credentials as `any Sendable` (always an `Authenticator.Credential`): a type nested in this
-    // generic class would make every call look up its metadata in the runtime (about 2k instructions per request on
-    // Linux, measured with callgrind), since a decorator's `run` is never specialized.
+    // generic class would make every call look up its metadata in the runtime, since a decorator's `run` is never
+    // specialized.
     private let state = Locked(AuthenticationState())
     /// The scope of the last credential applied, and the fields it set: the same for every request until it changes.
     private let lastScope = Locked<CredentialScopeMemo?>(nil)
@@ -159,7 +159,7 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     private func scope(of credential: Authenticator.Credential) -> CredentialScope {
         // Unwrapped, not compared as optionals: `Optional`'s `==` pairs its operands in a tuple, a generic type the
         // runtime looks up on every call here. And cast with `as!`: `as?` makes an `Optional<Credential>`, another
-        // lookup (about 450 instructions); the memo only ever holds this client's credentials.
+        // lookup; the memo only ever holds this client's credentials.
         if let last = lastScope.withLock({ $0 }), last.credential as! Authenticator.Credential == credential {
             return last.scope
         }
