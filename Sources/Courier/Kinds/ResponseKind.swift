@@ -9,7 +9,8 @@ import FoundationNetworking
 // body. Streams (`ServerSentEvents`, `JSONLines`, `ByteStream`) add theirs in `StreamResponseKind`. `NetworkClient`, the outbox's
 // results and the stub ask `ResponseKinds` and nothing else. A response type that conforms to nothing is JSON.
 
-/// The statuses that count as success when neither the request nor the configuration names any: `200..<300`.
+/// The statuses that count as success when neither the request nor the configuration names any: `200..<300`. The one
+/// place of that rule; ``NetworkConfiguration/defaultAcceptableStatusCodes`` is the same statuses as a set.
 let defaultAcceptableStatusCodes = 200..<300
 
 /// The `Accept` header field of a request whose response kind names none.

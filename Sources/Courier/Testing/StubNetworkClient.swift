@@ -136,7 +136,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
     public let decoder: JSONDecoder
     /// Encodes the bodies of requests that have no encoder of their own, for ``Request/body``.
     public let encoder: JSONEncoder
-    /// The statuses that count as success for canned bodies when the request sets none; `200..<300`.
+    /// The statuses that count as success for canned bodies when the request sets none;
+    /// ``NetworkConfiguration/defaultAcceptableStatusCodes`` (`200..<300`) by default.
     public let acceptableStatusCodes: Set<Int>
 
     /// Creates a stub client with no stubs.
@@ -145,12 +146,13 @@ public final class StubNetworkClient: NetworkClientProtocol {
     ///   - decoder: The decoder for canned bodies; a plain `JSONDecoder()` by default. Pass your configuration's
     ///     `defaultDecoder` to decode exactly as your real client does.
     ///   - encoder: The encoder for recorded request bodies; a plain `JSONEncoder()` by default.
-    ///   - acceptableStatusCodes: The statuses of canned bodies that count as success; `200..<300` by default.
+    ///   - acceptableStatusCodes: The statuses of canned bodies that count as success;
+    ///     ``NetworkConfiguration/defaultAcceptableStatusCodes`` (`200..<300`) by default.
     public init(
         baseURL: URL = URL(string: "https://stub.invalid")!,
         decoder: JSONDecoder = JSONDecoder(),
         encoder: JSONEncoder = JSONEncoder(),
-        acceptableStatusCodes: Set<Int> = Set(200..<300)
+        acceptableStatusCodes: Set<Int> = NetworkConfiguration.defaultAcceptableStatusCodes
     ) {
         self.baseURL = baseURL
         self.decoder = decoder
