@@ -53,14 +53,14 @@ public final class NetworkConfiguration: Sendable {
         var acceptableStatusCodes: Set<Int>?
         /// ``NetworkConfiguration/interceptors``: run in order after `asyncInterceptor`.
         var interceptors: [any NetworkRequestInterceptor] = []
-        /// Decorators a configuration initializer puts around every ``NetworkClient`` created on it: called once, when
-        /// the client is created, with the client's core (``CoreClient``); `nil` (no stack) otherwise.
-        var clientStack: (@Sendable (_ core: any NetworkClientProtocol) -> any NetworkClientProtocol)?
+        /// What an initializer at the edge asks for around every ``NetworkClient`` created on this configuration (see
+        /// ``ClientAdaptation``); `nil` (always with Courier's own initializers) otherwise.
+        var adaptation: (any ClientAdaptation)?
         /// ``NetworkConfiguration/responseCache``.
         var responseCache: ResponseCache?
     }
 
-    /// Changes the settings under the lock (the compatibility initializers and ``interceptors``).
+    /// Changes the settings under the lock (the initializers at the edge and ``interceptors``).
     func updateSettings(_ update: (inout Settings) -> Void) {
         settings.withLock { update(&$0) }
     }
@@ -286,4 +286,17 @@ public final class NetworkConfiguration: Sendable {
     private static func normalized(_ names: Set<String>) -> Set<String> {
         Redaction.alwaysSensitiveHeaders.union(names.map { $0.lowercased() })
     }
+}
+
+/// What an initializer at the edge of Courier (Compatibility/: another library's calling convention) asks for around
+/// the clients of a configuration (``NetworkConfiguration/Settings/adaptation``), or around one request
+/// (``NetworkRequest/adaptation``): retries, a logger, response interceptors. Courier's own API sets none.
+///
+/// The core only asks it for a client to run requests through: once, when a ``NetworkClient`` is created on an
+/// adapted configuration; for an adapted request on a configuration that is not, at each call. The decorators are the
+/// adaptation's, built there, around the client's ``NetworkClient/Pipeline``; an adapted request's own wishes are
+/// read by them from the request.
+protocol ClientAdaptation: Sendable {
+    /// The client that runs requests in place of `pipeline`'s client: decorators around `pipeline`.
+    func client(around pipeline: NetworkClient.Pipeline) -> any NetworkClientProtocol
 }

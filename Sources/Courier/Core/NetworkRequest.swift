@@ -154,9 +154,12 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// The request's own interceptors, which run in place of ``NetworkConfiguration/interceptors`` for it, in order;
     /// `nil` (the default) runs the configuration's. Set by the initializers that take `interceptors:`.
     public internal(set) var interceptors: [any NetworkRequestInterceptor]?
-    /// Runs the request in place of the stack its client's configuration built (see ``RequestRunner``); `nil` (the
-    /// default) leaves it to the client. Set by the initializers that give a request a way of running of its own.
-    var runner: (any RequestRunner)?
+    /// What an initializer at the edge asks for around this request (see ``ClientAdaptation``); `nil` (the default,
+    /// and always with Courier's own initializers) leaves it to its client.
+    var adaptation: (any ClientAdaptation)?
+    /// The recorders of the decorators that want this request's ``SendReport`` (``reporting(to:)``); `nil` when none
+    /// does. Not part of what is sent.
+    var sendRecorders: SendRecorders?
 
     /// Creates a request.
     /// - Parameters:

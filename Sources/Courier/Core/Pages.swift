@@ -182,7 +182,8 @@ extension NetworkRequest {
             reconnection: reconnection)
         copy.credentialScope = credentialScope
         copy.interceptors = interceptors
-        copy.runner = runner
+        copy.adaptation = adaptation
+        copy.sendRecorders = sendRecorders
         return copy
     }
 }

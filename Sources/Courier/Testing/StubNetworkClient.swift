@@ -274,15 +274,13 @@ public final class StubNetworkClient: NetworkClientProtocol {
         if networkRequest.isLocalQuery { return try answerFacts() }
         let (scoped, credentialWithheld) = withCredentialScope(networkRequest)
         let request = try record(scoped)
-        if let listener = SendReportListener.current {
-            let scope = networkRequest.credentialScope?.headerNames ?? []
-            SendReportListener.deliver(
+        if networkRequest.wantsSendReport {
+            networkRequest.report(
                 SendReport(
-                    request: nil, unsentHeaders: request.headers, unsentBody: request.body,
-                    configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders, credentialHeaders: scope,
-                    base: BaseURL(request.baseURL ?? baseURL),
-                    credentialWithheld: credentialWithheld),
-                to: listener)
+                    request: nil, headers: request.headers, body: request.body,
+                    configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders,
+                    credentialHeaders: networkRequest.credentialScope?.headerNames ?? [],
+                    base: BaseURL(request.baseURL ?? baseURL), credentialWithheld: credentialWithheld))
         }
         // Matchers are the caller's code: they run outside the lock, so that one may read `requests`.
         let stubs = state.withLock { state -> [Stub] in
@@ -330,29 +328,16 @@ public final class StubNetworkClient: NetworkClientProtocol {
 
     // MARK: Private
 
-    /// Answers a ``ClientFacts`` query (from an ``Outbox``) with the stub's coders.
-    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
-        let facts = ClientFacts(sensitiveHeaders: Redaction.alwaysSensitiveHeaders, encoder: encoder, decoder: decoder)
-        guard let facts = facts as? ResponseModel else {
-            throw StubNetworkClientError.typeMismatch(
-                request: "client facts", expected: String(reflecting: ResponseModel.self),
-                actual: String(reflecting: ClientFacts.self))
-        }
-        return NetworkResponse(value: facts, response: response(for: nil, 200, [:]))
-    }
-
     /// `request` without an ``AuthenticatingClient``'s credential when it goes to another origin than ``baseURL``'s
     /// or those the authenticating client names, as ``NetworkClient`` sends it.
     private func withCredentialScope<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>
     ) -> (NetworkRequest<RequestModel, ResponseModel>, withheld: Bool) {
-        guard let scope = request.credentialScope, let origin = Origin.of(request.baseURL ?? baseURL),
-            origin != Origin.of(baseURL), !scope.additionalOrigins.contains(origin)
+        guard let scope = request.credentialScope,
+            !scope.allows(Origin.of(request.baseURL ?? baseURL), configured: Origin.of(baseURL))
         else { return (request, false) }
         var request = request
-        request.additionalHeaders = request.additionalHeaders?.filter {
-            !scope.headerNames.contains($0.key.lowercased())
-        }
+        request.additionalHeaders = request.additionalHeaders?.filter { !scope.covers($0.key) }
         return (request, true)
     }
 
