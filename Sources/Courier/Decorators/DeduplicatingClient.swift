@@ -177,15 +177,14 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     }
 
     /// A task that runs the call for its waiters, once the caller that ran it was cancelled. What the client at the
-    /// bottom reports goes to every waiter's recorders in `finish`, not to the cancelled caller's.
+    /// bottom reports goes to every waiter's recorders in `finish` (and to the cancelled caller's, which no longer
+    /// read theirs).
     private func makeTask<RequestModel, ResponseModel>(
         for networkRequest: NetworkRequest<RequestModel, ResponseModel>, key: RequestKey, callID: UInt64
     ) -> Task<Void, Never> {
         let recorder = SendRecorder()
-        var request = networkRequest
-        request.sendRecorders = nil
-        request = request.reporting(to: recorder)
-        return Task { [wrapped, request] in
+        let request = networkRequest.reporting(to: recorder)
+        return Task { [wrapped] in
             let result: Result<any Sendable, any Error>
             do {
                 result = .success(try await wrapped.run(request))
