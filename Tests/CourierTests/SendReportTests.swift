@@ -256,7 +256,7 @@ struct SendReportTests {
     func countingUnderAnOutbox() async throws {
         let server = try LoopbackServer { _ in .respond(status: 204) }
         let counted = Locked<[String]>([])
-        let counting = CountingClient(wrapping: server.client()) { path in counted.withLock { $0.append(path) } }
+        let counting = CountingClient(wrapped: server.client()) { path in counted.withLock { $0.append(path) } }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("counting-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let outbox = try Outbox(directory: directory, client: counting)
@@ -278,11 +278,6 @@ struct SendReportTests {
 private struct CountingClient: NetworkClientProtocol {
     let wrapped: any NetworkClientProtocol
     let count: @Sendable (String) -> Void
-
-    init(wrapping client: any NetworkClientProtocol, count: @escaping @Sendable (String) -> Void) {
-        wrapped = client
-        self.count = count
-    }
 
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
