@@ -250,16 +250,17 @@ struct SendReportTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test(
-        "A counting decorator under an outbox sees exactly the real requests",
-        .disabled("until the outbox takes its configuration's rules without a request through run (branch outbox-38)"))
+    @Test("A counting decorator under an outbox sees exactly the real requests")
     func countingUnderAnOutbox() async throws {
         let server = try LoopbackServer { _ in .respond(status: 204) }
         let counted = Locked<[String]>([])
-        let counting = CountingClient(wrapped: server.client()) { path in counted.withLock { $0.append(path) } }
+        let configuration = server.configuration()
+        let counting = CountingClient(wrapped: NetworkClient(configuration: configuration)) { path in
+            counted.withLock { $0.append(path) }
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("counting-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: counting)
+        let outbox = try Outbox(directory: directory, client: counting, rules: Outbox.Rules(configuration))
         var tickets: [OutboxTicket] = []
         for index in 0..<3 {
             tickets.append(

@@ -52,7 +52,6 @@ public final class NetworkClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        if networkRequest.isLocalQuery { return try answerFacts() }
         if let adapted = adapted ?? networkRequest.adaptation?.client(around: Pipeline(client: self)) {
             return try await adapted.run(networkRequest)
         }

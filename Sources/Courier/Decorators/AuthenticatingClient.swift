@@ -75,7 +75,7 @@ public final class AuthenticatingClient<Authenticator: Courier.Authenticator>: N
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        guard networkRequest.options.sendsCredential, !networkRequest.isLocalQuery else {
+        guard networkRequest.options.sendsCredential else {
             return try await wrapped.run(networkRequest)
         }
         let deadline = networkRequest.totalTimeout.map {

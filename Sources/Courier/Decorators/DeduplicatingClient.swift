@@ -67,10 +67,10 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         // A request that opts out (RequestOptions.allowsSharing) is sent on its own: so is one with interceptors, a
         // retry strategy or response interceptors of its own, whose initializers opt out, since two such requests
-        // cannot be known to be the same. Nor is a request that never leaves the process shared, nor a stream, which
-        // has one reader: each caller gets a connection of its own.
+        // cannot be known to be the same. Nor is a stream shared, which has one reader: each caller gets a connection
+        // of its own.
         guard shares(networkRequest.method), networkRequest.options.allowsSharing,
-            !networkRequest.isLocalQuery, !ResponseKinds.isStream(ResponseModel.self)
+            !ResponseKinds.isStream(ResponseModel.self)
         else {
             return try await wrapped.run(networkRequest)
         }

@@ -86,7 +86,6 @@ public final class LoggingClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        if networkRequest.isLocalQuery { return try await wrapped.run(networkRequest) }
         let start = now()
         let recorder = SendRecorder()
         do {

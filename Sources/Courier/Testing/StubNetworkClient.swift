@@ -271,7 +271,6 @@ public final class StubNetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
-        if networkRequest.isLocalQuery { return try answerFacts() }
         let (scoped, credentialWithheld) = withCredentialScope(networkRequest)
         let request = try record(scoped)
         if networkRequest.wantsSendReport {
