@@ -270,34 +270,12 @@ final class DiskStore: Sendable {
         let temporary = directory.appendingPathComponent(temporaryPrefix + UUID().uuidString)
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard descriptor >= 0 else { return false }
-        let written = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let count = systemWrite(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += count
-            }
-            return true
-        }
-        close(descriptor)
+        let written = writeFully(descriptor, data) == nil
+        closeDescriptor(descriptor)
         guard written, rename(temporary.path, file.path) == 0 else {
             unlink(temporary.path)
             return false
         }
         return true
     }
-}
-
-/// `write(2)`, named apart from the methods called `write` here.
-private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Darwin)
-    return Darwin.write(descriptor, buffer, count)
-    #elseif canImport(Musl)
-    return Musl.write(descriptor, buffer, count)
-    #else
-    return Glibc.write(descriptor, buffer, count)
-    #endif
 }

@@ -90,8 +90,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     public var body: RequestModel? { storedBody.map { $0 as! RequestModel } }
     /// ``body``, stored without its type. No stored property of a request depends on `RequestModel` or
     /// `ResponseModel`, so its layout is fixed: the pipeline's generic code copies a request and reads its fields
-    /// without looking up `NetworkRequest<RequestModel, ResponseModel>`'s metadata (about 2k instructions per call on
-    /// Linux, measured with callgrind). Only a `RequestModel` is ever stored, so the cast cannot fail.
+    /// without looking up `NetworkRequest<RequestModel, ResponseModel>`'s metadata in the runtime on every call. Only a
+    /// `RequestModel` is ever stored, so the cast cannot fail.
     let storedBody: (any Encodable & Sendable)?
     /// A base URL that replaces ``NetworkConfiguration/baseURL`` for this request; `nil` by default.
     public let baseURL: URL?
@@ -164,9 +164,12 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// The request's own interceptors, which run in place of ``NetworkConfiguration/interceptors`` for it, in order;
     /// `nil` (the default) runs the configuration's. Set by the initializers that take `interceptors:`.
     public internal(set) var interceptors: [any NetworkRequestInterceptor]?
-    /// Runs the request in place of the stack its client's configuration built (see ``RequestRunner``); `nil` (the
-    /// default) leaves it to the client. Set by the initializers that give a request a way of running of its own.
-    var runner: (any RequestRunner)?
+    /// What an initializer at the edge asks for around this request (see ``ClientAdaptation``); `nil` (the default,
+    /// and always with Courier's own initializers) leaves it to its client.
+    var adaptation: (any ClientAdaptation)?
+    /// The recorders of the decorators that want this request's ``SendReport`` (``reporting(to:)``); `nil` when none
+    /// does. Not part of what is sent.
+    var sendRecorders: SendRecorders?
 
     /// Creates a request.
     /// - Parameters:
@@ -210,8 +213,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         reconnection: StreamReconnection? = nil
     ) {
         // Inlinable, so that the caller's code, which knows `RequestModel`, stores the body without its type: the
-        // initializer compiled in Courier would look up `Optional<RequestModel>`'s metadata on every call (about 600
-        // instructions on Linux, callgrind).
+        // initializer compiled in Courier would look up `Optional<RequestModel>`'s metadata on every call.
         self.init(
             path: path, method: method, queryItems: queryItems, formItems: formItems,
             storedBody: body.map { $0 as any Encodable & Sendable }, baseURL: baseURL, decoder: decoder,

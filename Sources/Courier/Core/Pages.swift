@@ -202,7 +202,8 @@ extension NetworkRequest {
             reconnection: reconnection)
         copy.credentialScope = credentialScope
         copy.interceptors = interceptors
-        copy.runner = runner
+        copy.adaptation = adaptation
+        copy.sendRecorders = sendRecorders
         copy.replacedFrom = replacedFrom ?? baseURL.flatMap(Origin.of).map(ReplacedOrigin.origin) ?? .configured
         return copy
     }

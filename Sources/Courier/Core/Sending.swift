@@ -115,7 +115,7 @@ extension NetworkClient {
         switch outcome {
         case .delivered, .redirected, .restarting: return nil
         case .cancelled: return CancellationError()
-        case .timedOut: return wrapped(timeout, url: url)
+        case .timedOut: return NetworkClientError.deadlinePassed(url: url)
         case .tooLarge: return NetworkClientError.responseTooLarge(limit: limit)
         case .failed(let error): return error is CancellationError ? error : wrapped(error, url: url)
         }
@@ -169,14 +169,6 @@ extension NetworkClient {
         }
         return await exchange.end(failure)
     }
-
-    /// The one error of a passed deadline, on every transport.
-    static let timeout = URLError(
-        .timedOut,
-        userInfo: [
-            NSLocalizedDescriptionKey:
-                "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
-        ])
 
     /// `error` as the caller sees it: a ``NetworkClientError`` or a ``StreamError`` (a stream's own limit) as it is,
     /// anything else as ``NetworkClientError/transportFailed(_:)``, redacted here, once (URLError's user info carries

@@ -314,16 +314,14 @@ struct LogRedactor: Sendable {
 
     /// `text` as it appears inside a JSON string written by common encoders (`/` escaped as `\/`).
     private static func jsonEscaped(_ text: String) -> String {
-        var result = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": result += "\\\\"
-            case "\"": result += "\\\""
-            case "/": result += "\\/"
-            default: result.unicodeScalars.append(scalar)
+        text.replacingScalars {
+            switch $0 {
+            case "\\": "\\\\"
+            case "\"": "\\\""
+            case "/": "\\/"
+            default: nil
             }
         }
-        return result
     }
 
     /// A bounded, printable prefix of a body with the named JSON or form fields redacted, and any of `secrets`
@@ -397,15 +395,23 @@ struct LogRedactor: Sendable {
 extension StringProtocol {
     /// The text on one line: CR, LF and tab written as `\r`, `\n`, `\t`.
     var escapedForLog: String {
+        replacingScalars {
+            switch $0 {
+            case "\n": "\\n"
+            case "\r": "\\r"
+            case "\t": "\\t"
+            default: nil
+            }
+        }
+    }
+
+    /// The text with each Unicode scalar for which `replacement` returns text replaced by that text: the one loop
+    /// behind the escapes of log lines, JSON strings and multipart names.
+    func replacingScalars(_ replacement: (Unicode.Scalar) -> String?) -> String {
         var result = ""
         result.reserveCapacity(utf8.count)
         for scalar in unicodeScalars {
-            switch scalar {
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default: result.unicodeScalars.append(scalar)
-            }
+            if let text = replacement(scalar) { result += text } else { result.unicodeScalars.append(scalar) }
         }
         return result
     }

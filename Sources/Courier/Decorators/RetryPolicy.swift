@@ -190,19 +190,8 @@ enum RetryAfter {
             // Digits only: a huge number is simply "longer than any maxDelay".
             return TimeInterval(text) ?? .infinity
         }
-        guard let date = httpDate(text) else { return nil }
-        return max(0, date.timeIntervalSince(now))
-    }
-
-    /// IMF-fixdate, and the obsolete RFC 850 and asctime forms that recipients must accept.
-    static func httpDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
+        // The HTTP-date parser the cache uses: the three exact forms RFC 9110 names, and nothing looser.
+        guard let date = HTTPDate.parse(text) else { return nil }
+        return max(0, date - now.timeIntervalSince1970)
     }
 }

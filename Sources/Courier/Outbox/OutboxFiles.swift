@@ -34,21 +34,7 @@ enum OutboxFiles {
 
     /// Writes all of `data` at the descriptor's position, retrying short writes and EINTR.
     static func writeAll(_ fd: Int32, _ data: Data, path: String) throws(OutboxError) {
-        let failure: Int32? = data.withUnsafeBytes { buffer -> Int32? in
-            guard var pointer = buffer.baseAddress else { return nil }
-            var remaining = buffer.count
-            while remaining > 0 {
-                let written = write(fd, pointer, remaining)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                remaining -= written
-                pointer += written
-            }
-            return nil
-        }
-        if let failure { throw error("write", path, failure) }
+        if let failure = writeFully(fd, data) { throw error("write", path, failure) }
     }
 
     /// Flushes the file's data (and its size) to the disk.
@@ -106,10 +92,7 @@ enum OutboxFiles {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = chunk.withUnsafeMutableBytes { readDescriptor(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw error("read", path)
-            }
+            if count < 0 { throw error("read", path) }
             if count == 0 { return data }
             data.append(contentsOf: chunk[0..<count])
         }
@@ -130,9 +113,4 @@ enum OutboxFiles {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasSuffix(suffix) }.sorted()
     }
-}
-
-/// `read(2)`, out of reach of ``OutboxFiles/read(_:)``'s name.
-private func readDescriptor(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(fd, buffer, count)
 }

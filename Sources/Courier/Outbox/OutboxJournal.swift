@@ -409,8 +409,3 @@ final class OutboxJournal: @unchecked Sendable {
         try write(batch, rollingOver: false)
     }
 }
-
-/// `close(2)`, out of reach of ``OutboxJournal/close()``'s name.
-private func closeDescriptor(_ fd: Int32) {
-    close(fd)
-}

@@ -86,10 +86,7 @@ struct CallerSessionTransport: HTTPTransport {
         }
         let task: URLSessionTask
         if let stream {
-            var request = exchange.request
-            request.httpBodyStream = stream.stream
-            request.setValue(String(stream.length), forHTTPHeaderField: "Content-Length")
-            request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+            let request = streamingRequest(exchange.request, body: stream.stream, length: stream.length)
             task = session.dataTask(with: request, completionHandler: call.received)
         } else if case .file(let url, _) = exchange.body {
             task = session.uploadTask(with: exchange.request, fromFile: url, completionHandler: call.received)

@@ -26,7 +26,7 @@ import FoundationNetworking
 /// exchange ended without opening (an error status with its body, a redirect to follow, a failure).
 // Every stored `var` is read and written only while `condition` (an NSCondition) is locked; a producer that must be
 // held back waits on it. Continuations are resumed after it is unlocked. The vars are `@exclusivity(unchecked)`: the
-// lock already excludes overlapping access, and the run-time check costs about 100 instructions per access.
+// lock already excludes overlapping access, and the run-time check would repeat it on every access.
 final class StreamChannel: @unchecked Sendable {
     /// How a connection's exchange ended without opening a stream, or that it opened.
     enum Opening: Sendable {

@@ -145,7 +145,7 @@ final class StreamSource: Sendable {
                 let left = Double(Int64(bitPattern: deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds))
                 if left / 1e9 <= wait {
                     if left > 0 { try await environment.sleep(left / 1e9) }
-                    throw NetworkClient.wrapped(NetworkClient.timeout, url: nil)
+                    throw NetworkClientError.deadlinePassed(url: nil)
                 }
             }
             try await environment.sleep(wait)

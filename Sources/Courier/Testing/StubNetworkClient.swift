@@ -144,7 +144,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
     public let decoder: JSONDecoder
     /// Encodes the bodies of requests that have no encoder of their own, for ``Request/body``.
     public let encoder: JSONEncoder
-    /// The statuses that count as success for canned bodies when the request sets none; `200..<300`.
+    /// The statuses that count as success for canned bodies when the request sets none;
+    /// ``NetworkConfiguration/defaultAcceptableStatusCodes`` (`200..<300`) by default.
     public let acceptableStatusCodes: Set<Int>
 
     /// Creates a stub client with no stubs.
@@ -153,12 +154,13 @@ public final class StubNetworkClient: NetworkClientProtocol {
     ///   - decoder: The decoder for canned bodies; a plain `JSONDecoder()` by default. Pass your configuration's
     ///     `defaultDecoder` to decode exactly as your real client does.
     ///   - encoder: The encoder for recorded request bodies; a plain `JSONEncoder()` by default.
-    ///   - acceptableStatusCodes: The statuses of canned bodies that count as success; `200..<300` by default.
+    ///   - acceptableStatusCodes: The statuses of canned bodies that count as success;
+    ///     ``NetworkConfiguration/defaultAcceptableStatusCodes`` (`200..<300`) by default.
     public init(
         baseURL: URL = URL(string: "https://stub.invalid")!,
         decoder: JSONDecoder = JSONDecoder(),
         encoder: JSONEncoder = JSONEncoder(),
-        acceptableStatusCodes: Set<Int> = Set(200..<300)
+        acceptableStatusCodes: Set<Int> = NetworkConfiguration.defaultAcceptableStatusCodes
     ) {
         self.baseURL = baseURL
         self.decoder = decoder
@@ -277,18 +279,15 @@ public final class StubNetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
-        if networkRequest.isLocalQuery { return try answerFacts() }
         let (scoped, credentialWithheld) = keepingSecrets(networkRequest)
         let request = try record(scoped)
-        if let listener = SendReportListener.current {
-            let scope = networkRequest.credentialScope?.headerNames ?? []
-            SendReportListener.deliver(
+        if networkRequest.wantsSendReport {
+            networkRequest.report(
                 SendReport(
-                    request: nil, unsentHeaders: request.headers, unsentBody: request.body,
-                    configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders, credentialHeaders: scope,
-                    base: BaseURL(request.baseURL ?? baseURL),
-                    credentialWithheld: credentialWithheld),
-                to: listener)
+                    request: nil, headers: request.headers, body: request.body,
+                    configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders,
+                    credentialHeaders: networkRequest.credentialScope?.headerNames ?? [],
+                    base: BaseURL(request.baseURL ?? baseURL), credentialWithheld: credentialWithheld))
         }
         // Matchers are the caller's code: they run outside the lock, so that one may read `requests`.
         let stubs = state.withLock { state -> [Stub] in
@@ -336,17 +335,6 @@ public final class StubNetworkClient: NetworkClientProtocol {
 
     // MARK: Private
 
-    /// Answers a ``ClientFacts`` query (from an ``Outbox``) with the stub's coders.
-    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
-        let facts = ClientFacts(sensitiveHeaders: Redaction.alwaysSensitiveHeaders, encoder: encoder, decoder: decoder)
-        guard let facts = facts as? ResponseModel else {
-            throw StubNetworkClientError.typeMismatch(
-                request: "client facts", expected: String(reflecting: ResponseModel.self),
-                actual: String(reflecting: ClientFacts.self))
-        }
-        return NetworkResponse(value: facts, response: response(for: nil, 200, [:]))
-    }
-
     /// `request` as ``NetworkClient`` sends it: without an ``AuthenticatingClient``'s credential when it goes to
     /// another origin than ``baseURL``'s or those the authenticating client names, and, when it continues another
     /// request on another origin (``NetworkRequest/replacingURL(with:)``), without the header fields Courier always
@@ -358,12 +346,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
         var request = request
         let scope = request.credentialScope
         var withheld = false
-        if let scope, let origin = Origin.of(request.baseURL ?? baseURL), origin != Origin.of(baseURL),
-            !scope.additionalOrigins.contains(origin)
-        {
-            request.additionalHeaders = request.additionalHeaders?.filter {
-                !scope.headerNames.contains($0.key.lowercased())
-            }
+        if let scope, !scope.allows(Origin.of(request.baseURL ?? baseURL), configured: Origin.of(baseURL)) {
+            request.additionalHeaders = request.additionalHeaders?.filter { !scope.covers($0.key) }
             withheld = true
         }
         if let replaced = request.replacedFrom, let headers = request.additionalHeaders {
