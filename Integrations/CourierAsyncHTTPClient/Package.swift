@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.26.0"),
         // Tests and the benchmark only: a private certificate authority made in the process.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -30,6 +31,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
             ]
         ),
         // `swift run -c release CourierAHCBenchmarks`: Courier over AsyncHTTPClient against raw AsyncHTTPClient and
@@ -53,8 +55,8 @@ let package = Package(
         .testTarget(
             name: "CourierAsyncHTTPClientTests",
             dependencies: [
+                // Not Courier: the tests reach it through CourierAsyncHTTPClient, as a user of the product alone does.
                 "CourierAsyncHTTPClient",
-                .product(name: "Courier", package: "Courier"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

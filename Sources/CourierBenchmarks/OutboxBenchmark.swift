@@ -8,8 +8,8 @@ import LoopbackHTTPServer
 func runOutboxBenchmark(rounds: Int) async throws {
     let server = try LoopbackServer { _ in .respond(status: 201, body: Data(#"{"ok":true}"#.utf8)) }
     defer { server.stop() }
-    let client = NetworkClient(
-        configuration: NetworkConfiguration(sessionConfiguration: .ephemeral, baseURL: server.baseURL))
+    let configuration = NetworkConfiguration(sessionConfiguration: .ephemeral, baseURL: server.baseURL)
+    let client = NetworkClient(configuration: configuration)
     let small = NetworkRequest<Data, VoidResponse>(path: "/write", method: .post, body: Data(repeating: 65, count: 200))
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("courier-outbox-bench-\(UUID())")
     defer { try? FileManager.default.removeItem(at: root) }
@@ -21,7 +21,8 @@ func runOutboxBenchmark(rounds: Int) async throws {
     /// Enqueues per second with `callers` concurrent callers, `perCaller` each, on a paused outbox.
     func enqueueRate(callers: Int, perCaller: Int) async throws -> Double {
         let directory = root.appendingPathComponent(UUID().uuidString)
-        let outbox = try Outbox(directory: directory, client: client, paused: true)
+        let outbox = try Outbox(
+            directory: directory, client: client, rules: Outbox.Rules(configuration), paused: true)
         let start = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<callers {
@@ -39,7 +40,8 @@ func runOutboxBenchmark(rounds: Int) async throws {
     /// Seconds per request to drain `count` entries enqueued beforehand, one at a time (one global order).
     func outboxSend(count: Int) async throws -> Double {
         let directory = root.appendingPathComponent(UUID().uuidString)
-        let outbox = try Outbox(directory: directory, client: client, paused: true)
+        let outbox = try Outbox(
+            directory: directory, client: client, rules: Outbox.Rules(configuration), paused: true)
         outbox.onResult(kind: "bench", as: VoidResponse.self) { _, result in _ = try result.get() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<16 {

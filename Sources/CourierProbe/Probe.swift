@@ -52,6 +52,11 @@ enum Scenario: String, CaseIterable {
     /// Fills a `ResponseCache` on disk in the `--directory` from a server of its own and prints the URL it
     /// stored (`url=…`), for the test that reads it back in another process.
     case cacheFill = "cache-fill"
+    /// Fills an 8 MB memory `ResponseCache` with 1,500 responses that hold far more than their body (200 small header
+    /// fields and a `Vary` of 32 names each), from a transport in memory: the cache reports at most its capacity, and
+    /// the process grows by at most that and 6 MB (every byte an entry holds is counted; it grew by 6 MB, 9 MB under the
+    /// thread sanitizer). Counting the header bytes only, it grew by 21 MB.
+    case cacheMemory = "cache-memory"
 }
 
 /// The parsed command line.
@@ -149,6 +154,7 @@ private func run(_ options: ProbeOptions) async -> (Bool, String) {
     case .declaredLengths: return await declaredLengths()
     case .readOnlyDownloadFolder: return await readOnlyDownloadFolder(server)
     case .cacheFill: return await cacheFill(options.directory)
+    case .cacheMemory: return await cacheMemory(options)
     case .massCancelStreams: return await massCancelStreams(options)
     case .slowStreamReader: return await slowStreamReader()
     }
@@ -580,7 +586,7 @@ private func massCancelStreams(_ options: ProbeOptions) async -> (Bool, String) 
 }
 
 /// `VmRSS` from `/proc/self/status`, in MB; `nil` where there is no such file.
-private func residentMegabytes() -> Int? {
+func residentMegabytes() -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
     for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 / 1_024 }

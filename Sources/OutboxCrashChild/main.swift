@@ -72,7 +72,8 @@ struct CrashTestToken: NetworkRequestInterceptor {
 configuration.interceptors = [CrashTestToken()]
 let policy = RetryPolicy(baseDelay: 0.01, maxDelay: 0.05)
 let outbox = try Outbox(
-    directory: directory, client: NetworkClient(configuration: configuration), retryPolicy: policy,
+    directory: directory, client: NetworkClient(configuration: configuration), rules: Outbox.Rules(configuration),
+    retryPolicy: policy,
     limits: Outbox.Limits(maximumBytes: 512 * 1024 * 1024), paused: true
 ) { request in
     trace.append("T \(request.entry.idempotencyKey)")

@@ -515,7 +515,7 @@ struct InMemoryTransportTests {
         let transport = InMemoryTransport { request in .json(request.body, status: 201) }
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: client(transport), paused: true)
+        let outbox = try Outbox(directory: directory, client: client(transport), rules: Outbox.Rules(), paused: true)
         let received = Locked<[(OutboxEntry, Memo)]>([])
         outbox.onResult(kind: "createMemo", as: Memo.self) { entry, result in
             try received.withLock { $0.append((entry, try result.get().value)) }

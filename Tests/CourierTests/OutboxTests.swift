@@ -45,7 +45,7 @@ struct OutboxTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client(), paused: true)
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         let received = Locked<[(OutboxEntry, EchoedRequest)]>([])
         outbox.onResult(kind: "createPost", as: EchoedRequest.self) { entry, result in
             try received.withLock { $0.append((entry, try result.get().value)) }
@@ -73,7 +73,7 @@ struct OutboxTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client())
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         outbox.onResult(kind: "k", as: VoidResponse.self) { _, _ in }
         outbox.pause()
         for index in 0..<3 {
@@ -99,12 +99,12 @@ struct OutboxTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let first = try Outbox(directory: directory, client: server.client())
+        let first = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         #expect(throws: OutboxError.directoryInUse(path: directory.path)) {
-            try Outbox(directory: directory, client: server.client())
+            try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         }
         await first.close()
-        let second = try Outbox(directory: directory, client: server.client())
+        let second = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         await second.close()
     }
 
@@ -156,7 +156,7 @@ struct OutboxTests {
         let server = try LoopbackServer { _ in .echo(delay: .milliseconds(1)) }
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client())
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         outbox.onResult(kind: "k", as: VoidResponse.self) { _, result in _ = try result.get() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for caller in 0..<16 {
@@ -246,7 +246,7 @@ struct OutboxTests {
         }
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client(), paused: true)
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         let outcomes = Locked<[Int]>([])
         outbox.onResult(kind: "w", as: EchoedRequest.self) { _, result in
             switch result {
@@ -273,7 +273,7 @@ struct OutboxTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let first = try Outbox(directory: directory, client: server.client())
+        let first = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         let events = first.events()
         let sentID = try await first.enqueue(
             CreatePost(path: "/posts", method: .post, body: NewPost(title: "before")), kind: "createPost",
@@ -288,7 +288,7 @@ struct OutboxTests {
         await first.close()
         #expect(server.requestCount == 1)
 
-        let second = try Outbox(directory: directory, client: server.client(), paused: true)
+        let second = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         #expect(second.pendingCount == 2)
         let received = Locked<[UUID: String]>([:])
         second.onResult(kind: "createPost", as: EchoedRequest.self) { entry, result in
@@ -301,7 +301,7 @@ struct OutboxTests {
         #expect(server.requestCount == 2)
         await second.close()
 
-        let third = try Outbox(directory: directory, client: server.client())
+        let third = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         #expect(third.pendingCount == 0)
         await third.close()
     }
@@ -313,7 +313,7 @@ struct OutboxTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client(), paused: true)
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         let calls = Locked(0)
         outbox.onResult(kind: "k", as: VoidResponse.self) { _, _ in
             calls.withLock { $0 += 1 }
@@ -339,7 +339,8 @@ struct OutboxTests {
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let identifiers = Locked<[String: Int]>([:])
-        let outbox = try Outbox(directory: directory, client: server.client(), paused: true) { request in
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true) {
+            request in
             var request = request
             let local = request.path.map { ($0 as NSString).lastPathComponent } ?? ""
             if let serverID = identifiers.withLock({ $0[local] }) {
@@ -375,7 +376,8 @@ struct OutboxTests {
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let limits = Outbox.Limits(maximumEntries: 2, maximumBytes: 6_000, maximumBodySize: 4_000)
-        let outbox = try Outbox(directory: directory, client: server.client(), limits: limits, paused: true)
+        let outbox = try Outbox(
+            directory: directory, client: server.client(), rules: Outbox.Rules(), limits: limits, paused: true)
         let small = NetworkRequest<Data, VoidResponse>(path: "/x", method: .post, body: Data(count: 100))
         await #expect(throws: OutboxError.bodyTooLarge(size: 4_001, limit: 4_000)) {
             try await outbox.enqueue(
@@ -393,7 +395,8 @@ struct OutboxTests {
         }
         #expect(outbox.pendingCount == 2)
         await outbox.close()
-        let streamed = try Outbox(directory: temporaryOutboxDirectory(), client: server.client(), paused: true)
+        let streamed = try Outbox(
+            directory: temporaryOutboxDirectory(), client: server.client(), rules: Outbox.Rules(), paused: true)
         await #expect(throws: OutboxError.self) {
             try await streamed.enqueue(
                 NetworkRequest<FileUpload, VoidResponse>(
@@ -403,7 +406,8 @@ struct OutboxTests {
         #expect(streamed.pendingCount == 0)
         try? FileManager.default.removeItem(at: streamed.directory)
         await streamed.close()
-        let reopened = try Outbox(directory: directory, client: server.client(), limits: limits, paused: true)
+        let reopened = try Outbox(
+            directory: directory, client: server.client(), rules: Outbox.Rules(), limits: limits, paused: true)
         #expect(reopened.pendingCount == 2)
         await reopened.close()
     }
@@ -427,7 +431,9 @@ struct OutboxTests {
         ]
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: NetworkClient(configuration: configuration))
+        let outbox = try Outbox(
+            directory: directory, client: NetworkClient(configuration: configuration),
+            rules: Outbox.Rules(configuration))
         for name in ["Authorization", "proxy-authorization", "COOKIE", "x-api-key"] {
             await #expect(throws: OutboxError.secretHeader(name: name)) {
                 try await outbox.enqueue(
@@ -455,7 +461,7 @@ struct OutboxTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let first = try Outbox(directory: directory, client: server.client(), paused: true)
+        let first = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         for index in 0..<3 {
             try await first.enqueue(
                 NetworkRequest<Data, VoidResponse>(path: "/\(index)", method: .post, body: Data(count: 500)),
@@ -473,7 +479,7 @@ struct OutboxTests {
         try data.prefix(data.count - 300).write(to: segmentURL)
         // (A file that cannot be read is not damage: OutboxHostileTests.unreadableSegmentIsNotQuarantined.)
 
-        let second = try Outbox(directory: directory, client: server.client(), paused: true)
+        let second = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         let events = second.events()
         var reports: [(String, Int)] = []
         for await event in events {
@@ -499,7 +505,7 @@ struct OutboxTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let first = try Outbox(directory: directory, client: server.client(), paused: true)
+        let first = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         for index in 0..<3 {
             try await first.enqueue(
                 NetworkRequest<Data, VoidResponse>(path: "/\(index)", method: .post, body: Data(count: 200)),
@@ -518,7 +524,7 @@ struct OutboxTests {
         data.append(Data("garbage that is not a record".utf8))
         try data.write(to: segmentURL)
 
-        let second = try Outbox(directory: directory, client: server.client(), paused: true)
+        let second = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         #expect(second.pendingCount == 2)
         second.onResult(kind: "k", as: VoidResponse.self) { _, _ in }
         second.resume()
@@ -526,7 +532,7 @@ struct OutboxTests {
         #expect(server.recordedRequests.map(\.path) == ["/0", "/2"])
         await second.close()
         // Repaired: a third opening finds nothing damaged.
-        let third = try Outbox(directory: directory, client: server.client(), paused: true)
+        let third = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         #expect(third.pendingCount == 0)
         await third.close()
         let quarantine = try FileManager.default.contentsOfDirectory(
@@ -558,7 +564,7 @@ struct OutboxTests {
             atPath: directory.appendingPathComponent("journal").path
         ).filter { $0.hasSuffix(".log") }
         #expect(segments.count <= 4)
-        let reopened = try Outbox(directory: directory, client: server.client(), paused: true)
+        let reopened = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         #expect(reopened.pendingCount == 1)
         let stuck = Locked<Int?>(nil)
         reopened.onResult(kind: "s", as: VoidResponse.self) { _, result in

@@ -15,7 +15,7 @@ struct OutboxTicketTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client(), paused: true)
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         let handled = Locked<[OutboxTicket]>([])
         outbox.onResult(kind: "create", as: EchoedRequest.self) { entry, _ in
             handled.withLock { $0.append(entry.ticket) }
@@ -41,7 +41,7 @@ struct OutboxTicketTests {
         let server = try LoopbackServer { _ in .respond(status: 422, body: Data("bad".utf8)) }
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client())
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         let ticket = try await outbox.enqueue(post("rejected"), kind: "create")
         do {
             _ = try await outbox.result(of: ticket, as: EchoedRequest.self)
@@ -58,7 +58,7 @@ struct OutboxTicketTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let first = try Outbox(directory: directory, client: server.client(), paused: true)
+        let first = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         let kept = try await first.enqueue(post("kept"), kind: "create")
         let dropped = try await first.enqueue(post("dropped"), kind: "create")
         let waiter = Task { try await first.result(of: dropped, as: EchoedRequest.self) }
@@ -69,7 +69,7 @@ struct OutboxTicketTests {
         #expect(first.pending().map(\.ticket) == [kept])
         await first.close()
 
-        let second = try Outbox(directory: directory, client: server.client())
+        let second = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         second.onResult(kind: "create", as: EchoedRequest.self) { _, _ in }
         _ = try await second.result(of: kept, as: EchoedRequest.self)
         #expect(await eventually { second.pendingCount == 0 })
@@ -84,7 +84,7 @@ struct OutboxTicketTests {
         let server = try gatedServer(gate, answering: .echo)
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client())
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         let ticket = try await outbox.enqueue(post("flying"), kind: "create")
         #expect(await eventually { server.inProgressRequests == 1 })
         #expect(outbox.pending().first?.inFlight == true)
@@ -99,7 +99,7 @@ struct OutboxTicketTests {
         let server = try LoopbackServer { _ in .respond(status: 503) }
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let first = try Outbox(directory: directory, client: server.client(), paused: true)
+        let first = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules(), paused: true)
         let one = try await first.enqueue(post("one"), kind: "a", orderingKey: "k")
         let two = try await first.enqueue(post("two"), kind: "b")
         let listed = first.pending()
@@ -110,7 +110,8 @@ struct OutboxTicketTests {
         await first.close()
 
         let second = try Outbox(
-            directory: directory, client: server.client(), retryPolicy: RetryPolicy(baseDelay: 60, maxDelay: 60))
+            directory: directory, client: server.client(), rules: Outbox.Rules(),
+            retryPolicy: RetryPolicy(baseDelay: 60, maxDelay: 60))
         #expect(Set(second.pending().map(\.ticket)) == [one, two])
         for (after, before) in zip(second.pending(), listed) {
             #expect(abs(after.created.timeIntervalSince(before.created)) < 0.001)

@@ -46,6 +46,8 @@ private enum Secret {
 /// every order, with a decorator of the user's own anywhere in it.
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 struct PipelineWorld: Sendable {
+    /// The configuration's sensitive header names.
+    static let sensitiveHeaders: Set<String> = ["X-Session-Blob"]
     let main: LoopbackServer
     let other: LoopbackServer
     /// The `Authorization` each server received, by path, in arrival order.
@@ -72,8 +74,8 @@ struct PipelineWorld: Sendable {
         }
     }
 
-    func stack(_ layers: [Layer], store: TokenStore, log: LogCollector) -> any NetworkClientProtocol {
-        let configuration = main.configuration(sensitiveHeaders: ["X-Session-Blob"])
+    func stack(_ layers: [Layer], store: TokenStore, log: LogCollector, audit: AuditLog) -> any NetworkClientProtocol {
+        let configuration = main.configuration(sensitiveHeaders: Self.sensitiveHeaders)
         var client: any NetworkClientProtocol = NetworkClient(configuration: configuration)
         for layer in layers {
             switch layer {
@@ -82,7 +84,8 @@ struct PipelineWorld: Sendable {
             case .authenticated: client = client.authenticated(by: store.authenticator)
             case .deduplicated: client = client.deduplicated()
             case .sequential: client = client.sequential()
-            case .forwarding: client = ForwardingClient(wrapped: client)
+            // The user's own decorator: it forwards `run` and reads what was sent through the public SendRecorder.
+            case .forwarding: client = AuditingClient(wrapping: client, record: audit.sink)
             }
         }
         return client
@@ -93,7 +96,8 @@ struct PipelineWorld: Sendable {
         arrivals.withLock { $0.removeAll() }
         let store = TokenStore(token: "expired")
         let log = LogCollector()
-        let client = stack(layers, store: store, log: log)
+        let audit = AuditLog()
+        let client = stack(layers, store: store, log: log, audit: audit)
         var problems: [String] = []
         let secretHeaders = ["X-Session-Blob": Secret.configuredHeader]
         let query = [URLQueryItem(name: "access_token", value: Secret.queryToken)]
@@ -144,11 +148,30 @@ struct PipelineWorld: Sendable {
         }
         if layers.contains(.logged) && log.all.isEmpty { problems.append("nothing was logged") }
 
-        // The outbox over this stack refuses the configuration's sensitive header at enqueue.
+        // The user's decorator saw every call as the bottom client sent it, with the secrets named.
+        let audited = audit.all
+        if layers.contains(.forwarding) && audited.isEmpty { problems.append("the user's decorator saw no report") }
+        for record in audited {
+            let names = Dictionary(
+                record.headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+            for name in ["x-session-blob", "authorization"] where names[name].map({ $0 != "<redacted>" }) == true {
+                problems.append("the user's decorator was not told that \(name) is a secret")
+            }
+            if record.url?.host == "localhost", names["authorization"] != nil {
+                problems.append("the user's decorator saw a credential sent to the other origin")
+            }
+        }
+        if audited.contains(where: { $0.url?.path == "/me" && $0.headers.keys.contains("X-Session-Blob") == false }) {
+            problems.append("the user's decorator saw a request without its header")
+        }
+
+        // The outbox over this stack, given the configuration's rules, refuses its sensitive header at enqueue.
         do {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("order-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let outbox = try Outbox(directory: directory, client: client, paused: true)
+            let outbox = try Outbox(
+                directory: directory, client: client, rules: Outbox.Rules(sensitiveHeaders: Self.sensitiveHeaders),
+                paused: true)
             defer { Task { await outbox.close() } }
             do {
                 try await outbox.enqueue(

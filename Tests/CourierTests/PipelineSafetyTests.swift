@@ -213,7 +213,8 @@ struct PipelineSafetyTests {
         let server = try echoServer()
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client().retrying(), paused: true)
+        let outbox = try Outbox(
+            directory: directory, client: server.client().retrying(), rules: Outbox.Rules(), paused: true)
         let withPassword = URL(string: "http://ann:PW-9@127.0.0.1:\(server.port)")!
         let refused: [(NetworkRequest<Data, VoidResponse>, OutboxError)] = [
             (
@@ -255,7 +256,7 @@ struct PipelineSafetyTests {
         }
         let directory = temporaryOutboxDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: server.client())
+        let outbox = try Outbox(directory: directory, client: server.client(), rules: Outbox.Rules())
         let events = outbox.events()
         try await outbox.enqueue(
             NetworkRequest<Data, VoidResponse>(path: "w", method: .post, body: Data("{}".utf8)), kind: "w")
@@ -291,7 +292,7 @@ struct PipelineSafetyTests {
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
-    @Test("onResult decodes with the configuration's decoder by default, under any decorator")
+    @Test("onResult decodes with the decoder of the rules given, the configuration's, under any decorator")
     func outboxDecoderFromConfiguration() async throws {
         struct Created: Decodable, Sendable { let postID: Int }
         let server = try LoopbackServer { _ in .json(["post_i_d": 7], status: 201) }
@@ -303,6 +304,7 @@ struct PipelineSafetyTests {
             sessionConfiguration: .ephemeral, defaultDecoder: decoder, baseURL: server.baseURL)
         let outbox = try Outbox(
             directory: directory, client: ForwardingClient(wrapped: NetworkClient(configuration: configuration)),
+            rules: Outbox.Rules(configuration),
             paused: true)
         let received = Locked<Int?>(nil)
         outbox.onResult(kind: "create", as: Created.self) { _, result in

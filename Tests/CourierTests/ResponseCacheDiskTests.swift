@@ -48,7 +48,7 @@ struct ResponseCacheDiskTests {
             return
         }
         // The probe's server stopped with it: only the disk can answer.
-        let cache = ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
+        let cache = try ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
         let configuration = NetworkConfiguration(
             transport: InMemoryTransport { _ in throw URLError(.cannotConnectToHost) }, baseURL: url)
         configuration.responseCache = cache
@@ -90,10 +90,14 @@ struct ResponseCacheDiskTests {
     func damagedEntry(_ damage: String) async throws {
         let directory = cacheDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let origin = try CacheOrigin(
-            cache: ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
-        ) { _, n in cacheable("body \(n)", ["Cache-Control": "max-age=60"]) }
-        try await origin.get()
+        let stored = try await {
+            // Released at the end of the closure: the directory is one cache's at a time.
+            let origin = try CacheOrigin(
+                cache: ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
+            ) { _, n in cacheable("body \(n)", ["Cache-Control": "max-age=60"]) }
+            try await origin.get()
+            return origin.server.url("/r")
+        }()
         let file = try #require(cacheFiles(in: directory).first).name
         let url = directory.appendingPathComponent(file)
         var bytes = try Data(contentsOf: url)
@@ -107,7 +111,7 @@ struct ResponseCacheDiskTests {
         let reopened = try CacheOrigin(
             cache: ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
         ) { _, _ in cacheable("from the network", ["Cache-Control": "no-store"]) }
-        let lookup = reopened.cache.lookup(CacheKey(url: origin.server.url("/r").absoluteString, partition: ""))
+        let lookup = reopened.cache.lookup(CacheKey(url: stored.absoluteString, partition: ""))
         #expect(lookup == nil)
         #expect(cacheFiles(in: directory).isEmpty)
     }
@@ -118,19 +122,22 @@ struct ResponseCacheDiskTests {
         let directory = cacheDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let capacity = 100_000
-        let origin = try CacheOrigin(
-            cache: ResponseCache(memoryCapacity: 0, diskCapacity: capacity, directory: directory)
-        ) { _, n in cacheable(String(repeating: "d", count: 5_000) + "\(n)", ["Cache-Control": "max-age=60"]) }
-        for index in 0..<200 {  // About 1 MB in all.
-            try await origin.get("/item\(index)")
-            #expect(directoryBytes(directory) <= capacity)
-            #expect(origin.cache.currentDiskUsage <= capacity)
+        do {
+            let origin = try CacheOrigin(
+                cache: ResponseCache(memoryCapacity: 0, diskCapacity: capacity, directory: directory)
+            ) { _, n in cacheable(String(repeating: "d", count: 5_000) + "\(n)", ["Cache-Control": "max-age=60"]) }
+            for index in 0..<200 {  // About 1 MB in all.
+                try await origin.get("/item\(index)")
+                #expect(directoryBytes(directory) <= capacity)
+                #expect(origin.cache.currentDiskUsage <= capacity)
+            }
+            #expect(cacheFiles(in: directory).count >= 10)
+            #expect(try await origin.get("/item199").response.cacheStatus == .fresh)
+            #expect(try await origin.get("/item0").response.cacheStatus == .network)
         }
-        #expect(cacheFiles(in: directory).count >= 10)
-        #expect(try await origin.get("/item199").response.cacheStatus == .fresh)
-        #expect(try await origin.get("/item0").response.cacheStatus == .network)
-        // A new cache on a fuller directory with a smaller capacity trims it at once.
-        let smaller = ResponseCache(memoryCapacity: 0, diskCapacity: capacity / 4, directory: directory)
+        // A new cache on a fuller directory with a smaller capacity trims it at once (the first one is gone: a
+        // directory is one cache's at a time).
+        let smaller = try ResponseCache(memoryCapacity: 0, diskCapacity: capacity / 4, directory: directory)
         #expect(smaller.currentDiskUsage <= capacity / 4 && directoryBytes(directory) <= capacity / 4)
     }
 

@@ -78,6 +78,12 @@ final class VirtualTime: Sendable {
 
     /// The delays slept, in order.
     var sleeps: [TimeInterval] { state.withLock { $0.sleeps } }
+
+    /// Moves the clock on by `seconds` without a sleep: time that passes while something else happens (a connection
+    /// that stays open).
+    func advance(by seconds: TimeInterval) {
+        state.withLock { $0.now += seconds }
+    }
     /// The ranges the jitter was drawn from, in order.
     var ranges: [ClosedRange<TimeInterval>] { state.withLock { $0.ranges } }
 

@@ -28,7 +28,7 @@ struct StreamBackpressureTests {
         }
     }
 
-    @Test("A reader that stops reading holds no other transfer; past the backlog its stream ends with responseTooLarge")
+    @Test("A reader that stops reading holds no other transfer; past the backlog its stream ends with readerFellBehind")
     func stalledReader() async throws {
         try await MemoryHeavyTests.exclusively {
             // More than any run could read before the stop lands: only the stop ends this body.
@@ -57,11 +57,14 @@ struct StreamBackpressureTests {
             } catch {
                 failure = error
             }
-            guard case NetworkClientError.responseTooLarge(let limit)? = failure else {
-                Issue.record("expected responseTooLarge, got \(String(describing: failure))")
+            guard case StreamError.readerFellBehind(let limit)? = failure else {
+                Issue.record("expected readerFellBehind, got \(String(describing: failure))")
                 return
             }
             #expect(limit == NetworkConfiguration.streamBufferCapacity + NetworkConfiguration.maximumStreamBacklog)
+            // The error names the limits that applied, not the response size limit, which does not bound a stream.
+            let text = "\(failure.map { "\($0)" } ?? "")"
+            #expect(text.contains("NetworkConfiguration.maximumStreamBacklog") && !text.contains("maximumResponseSize"))
         }
     }
 
@@ -93,7 +96,7 @@ struct StreamBackpressureTests {
                     try await Task.sleep(for: .milliseconds(20))
                     if read >= 4 << 20 { break }
                 }
-            } catch NetworkClientError.responseTooLarge {
+            } catch StreamError.readerFellBehind {
                 // Without holding, a reader this slow may fall the whole backlog behind: its stream ends, bounded.
             }
             #expect(try await ticks.value.count == 10)
@@ -156,7 +159,7 @@ struct StreamChannelTests {
         let producer = produce(channel, pieces: 100, size: 16 * 1_024)
         let clock = ContinuousClock()
         let start = clock.now
-        guard case .failure(NetworkClientError.responseTooLarge(let limit)) = await producer.value else {
+        guard case .failure(StreamError.readerFellBehind(let limit)) = await producer.value else {
             Issue.record("the producer should have failed at the backlog")
             return
         }
@@ -171,7 +174,7 @@ struct StreamChannelTests {
         let channel = StreamChannel(
             capacity: 64 * 1_024, backlog: 256 * 1_024, hold: 0.05, stall: 0.2, mayHoldTransport: { true })
         let producer = produce(channel, pieces: 100, size: 16 * 1_024)
-        guard case .failure(NetworkClientError.responseTooLarge) = await producer.value else {
+        guard case .failure(StreamError.readerFellBehind) = await producer.value else {
             Issue.record("the producer should have failed at the backlog")
             return
         }

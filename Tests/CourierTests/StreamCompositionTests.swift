@@ -209,7 +209,7 @@ struct StreamCompositionTests {
     func outboxRefuses() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, client: StubNetworkClient())
+        let outbox = try Outbox(directory: directory, client: StubNetworkClient(), rules: Outbox.Rules())
         let error = await #expect(throws: OutboxError.self) {
             try await outbox.enqueue(EventsRequest(path: "/events", method: .get), kind: "feed")
         }

@@ -72,6 +72,13 @@ struct EventStreamCase: Sendable, CustomTestStringConvertible {
                 ServerSentEvent(data: "c", id: "7"), ServerSentEvent(data: "d", id: nil),
             ]),
         EventStreamCase(
+            "An id with a control character other than tab is ignored, as one with NUL: Last-Event-ID could not carry it",
+            ["id: 7\ndata: a\n\n", "id: 8\u{1}\ndata: b\n\n", "id: 9\u{7F}\ndata: c\n\n", "id: 1\t0\ndata: d\n\n"],
+            [
+                ServerSentEvent(data: "a", id: "7"), ServerSentEvent(data: "b", id: "7"),
+                ServerSentEvent(data: "c", id: "7"), ServerSentEvent(data: "d", id: "1\t0"),
+            ]),
+        EventStreamCase(
             "A block with no data dispatches nothing", ["event: ping\n\n", "id: 3\n\n", "data: x\n\n"],
             [ServerSentEvent(data: "x", id: "3")]),
         EventStreamCase(

@@ -214,3 +214,84 @@ struct StubNetworkClientTests {
         #expect(report.value == downloaded)
     }
 }
+
+/// Pages over the stub, as the *Building an SDK* articles promise: path matchers match every page.
+@Suite("StubNetworkClient pages")
+struct StubNetworkClientPagesTests {
+    private static func page(_ rows: [Int], next: String? = nil, link: String? = nil) -> StubNetworkClient.Answer {
+        let body = try! JSONEncoder().encode(RowsPage(rows: rows, next: next))
+        return .body(body, statusCode: 200, headers: link.map { ["Link": "<\($0)>; rel=\"next\""] } ?? [:])
+    }
+
+    @Test("Pages by a cursor in the query: each page is its own request, matched by path")
+    func cursorPages() async throws {
+        let stub = StubNetworkClient()
+        stub.stub(.get, "/rows", body: #"{"rows":[3]}"#)
+        stub.stub(
+            label: "first", where: { $0.path == "/rows" && $0.query("cursor") == nil },
+            answer: { _ in Self.page([1], next: "c2") })
+        stub.stub(
+            label: "second", where: { $0.path == "/rows" && $0.query("cursor") == "c2" },
+            answer: { _ in Self.page([2], next: "c3") })
+        let pages = stub.pages(of: NetworkRequest<VoidRequest, RowsPage>(path: "/rows", method: .get)) { page in
+            page.value.next.map {
+                NetworkRequest(path: "/rows", method: .get, queryItems: [URLQueryItem(name: "cursor", value: $0)])
+            }
+        }
+        #expect(try await allRows(pages) == [1, 2, 3])
+        #expect(stub.requests.map(\.description) == ["GET /rows", "GET /rows?cursor=c2", "GET /rows?cursor=c3"])
+    }
+
+    @Test("Pages by Link, relative or absolute: the next request has the link's path and query; a path stub serves it")
+    func linkPages() async throws {
+        let stub = StubNetworkClient()
+        stub.stub(.get, "/items", body: #"{"rows":[3]}"#)
+        stub.stub(
+            label: "first", where: { $0.path == "/items" && $0.query("page") == nil },
+            answer: { _ in Self.page([1], link: "/items?page=2") })
+        stub.stub(
+            label: "second", where: { $0.path == "/items" && $0.query("page") == "2" },
+            answer: { _ in Self.page([2], link: "https://stub.invalid/items?page=3") })
+        let pages = stub.pages(of: NetworkRequest<VoidRequest, RowsPage>(path: "/items", method: .get))
+        #expect(try await allRows(pages) == [1, 2, 3])
+        #expect(stub.requests.map(\.description) == ["GET /items", "GET /items?page=2", "GET /items?page=3"])
+        #expect(stub.requests.allSatisfy { $0.baseURL == nil })
+        #expect(stub.requests(.get, "/items").count == 3)
+    }
+
+    @Test("Under a base URL with a path, a link's path is read relative to it, as a request's path is written")
+    func basePath() async throws {
+        let stub = StubNetworkClient(baseURL: URL(string: "https://stub.invalid/api/v1")!)
+        stub.stub(.get, "/items", body: #"{"rows":[2]}"#)
+        stub.stub(
+            label: "first", where: { $0.query("page") == nil },
+            answer: { _ in Self.page([1], link: "/api/v1/items?page=2") })
+        let pages = stub.pages(of: NetworkRequest<VoidRequest, RowsPage>(path: "/items", method: .get))
+        #expect(try await allRows(pages) == [1, 2])
+        #expect(stub.requests.map(\.description) == ["GET /items", "GET /items?page=2"])
+    }
+
+    @Test("A link to another origin: refused after its page by default; followed when allowed, without secrets")
+    func otherOrigin() async throws {
+        let stub = StubNetworkClient()
+        stub.stub(
+            label: "first", where: { $0.baseURL == nil },
+            answer: { _ in Self.page([1], link: "https://other.invalid:8443/items?page=2") })
+        stub.stub(
+            label: "other", where: { $0.baseURL != nil && $0.path == "/items" }, answer: { _ in Self.page([2]) })
+        let first = NetworkRequest<VoidRequest, RowsPage>(
+            path: "/items", method: .get, additionalHeaders: ["Authorization": "Bearer k", "X-Trace": "t"])
+        var rows: [Int] = []
+        await #expect(throws: PaginationError.linkToOtherOrigin(origin: "https://other.invalid:8443")) {
+            for try await page in stub.pages(of: first) { rows += page.value.rows }
+        }
+        #expect(rows == [1])
+
+        #expect(try await allRows(stub.pages(of: first, allowingOtherOrigins: true)) == [1, 2])
+        let sent = try #require(stub.requests.last)
+        #expect(sent.description == "GET /items?page=2")
+        #expect(sent.baseURL == URL(string: "https://other.invalid:8443"))
+        #expect(sent.header("Authorization") == nil)
+        #expect(sent.header("X-Trace") == "t")
+    }
+}

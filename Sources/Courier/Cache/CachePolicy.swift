@@ -60,42 +60,20 @@ enum CachePolicy {
         } else if control.noStore {
             return false
         }
-        if let vary = head.value(forHTTPHeaderField: "Vary"), varyNames(vary) == nil { return false }  // Vary: *
+        // Vary: *, or a Vary naming more fields than a lookup may compare.
+        if let vary = head.value(forHTTPHeaderField: "Vary"), varyNames(vary) == nil { return false }
         let explicit =
             control.maxAge != nil || control.invalidMaxAge || head.value(forHTTPHeaderField: "Expires") != nil
             || control.isPublic || control.isPrivate
         return explicit || heuristicallyCacheable.contains(status)
     }
 
-    /// The lowercased field names of a `Vary` value, or `nil` for `*` (never matches).
+    /// The lowercased field names of a `Vary` value; `nil` when a response with it is not stored: `*` (it never
+    /// matches), or more than ``ResponseCache/maximumVaryFields`` names.
     static func varyNames(_ value: String) -> [String]? {
         let names = CacheControl.split(value).map { $0.lowercased() }
+        guard names.count <= ResponseCache.maximumVaryFields else { return nil }
         return names.contains("*") ? nil : names
-    }
-
-    /// The request's values of the fields `vary` names, for ``StoredResponse/varyValues``: each normalised (RFC 9111
-    /// 4.1: whitespace around commas and runs of spaces collapsed) and digested, so that no value is kept in the clear.
-    static func varyValues(_ vary: String?, of request: URLRequest) -> [String: String]? {
-        guard let vary else { return [:] }
-        guard let names = varyNames(vary) else { return nil }
-        var values: [String: String] = [:]
-        for name in names {
-            let raw = request.value(forHTTPHeaderField: name)
-            let normalised = raw.map { value in
-                CacheControl.split(value).map {
-                    $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
-                }
-                .joined(separator: ",")
-            }
-            values[name] = normalised.map { SHA256Digest.hex("v\n" + $0) } ?? "-"
-        }
-        return values
-    }
-
-    /// Whether `stored` was selected by a request like `request` (its `Vary` fields hold the same values).
-    static func varyMatches(_ stored: StoredResponse, _ request: URLRequest) -> Bool {
-        guard let values = varyValues(stored.header("Vary"), of: request) else { return false }
-        return values == stored.varyValues
     }
 
     /// What to do with a stored response for a request.

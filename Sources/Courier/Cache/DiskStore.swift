@@ -11,25 +11,28 @@ import Darwin
 /// The on-disk part of a ``ResponseCache``: one file per response in its directory, never more than `capacity` bytes
 /// in all.
 ///
+/// - The directory is opened by ``CacheFolder``: this user's own, writable by no one else, locked to this store, with
+///   a salt it made itself.
 /// - A file is written whole to a temporary name with owner-only permissions (`0600`) and renamed into place, so a
-///   reader sees the old file or the new one, never a part; the directory is created `0700`.
+///   reader sees the old file or the new one, never a part.
 /// - A file starts with a SHA-256 digest of the rest: a truncated or altered file is a miss, and is removed.
-/// - A file holds no URL and no credential in the clear: its name and its key check are salted digests (the salt is
-///   the `salt` file, made once per directory), and the `Vary` request values are digests.
+/// - A file holds no URL and no credential in the clear: its name and its key check are salted digests, and the
+///   `Vary` request values are salted digests or none (``VarySelection``).
 /// - The index (names, sizes, use order) lives in memory under a lock, and no file work happens under it. Within a
 ///   process the least recently used file goes first; a new process starts from the files' modification dates.
 final class DiskStore: Sendable {
     /// The name ending of an entry's file.
     static let fileExtension = ".cached"
-    /// The first bytes of an entry's file.
-    private static let magic = Data("CRCH1".utf8)
-    private static let saltName = "salt"
+    /// The first bytes of an entry's file (2: salted `Vary` digests).
+    private static let magic = Data("CRCH2".utf8)
     private static let temporaryPrefix = ".tmp-"
 
     let directory: URL
     let capacity: Int
     /// The salt of every digest in this directory's names and files.
-    let salt: String
+    var salt: String { folder.salt }
+    /// The directory, its salt and its lock (held as long as the store lives).
+    private let folder: CacheFolder
     private let index: Locked<Index>
 
     private struct Index: Sendable {
@@ -54,39 +57,34 @@ final class DiskStore: Sendable {
         var varyValues: [String: String]
     }
 
-    /// Opens (creating it if needed) the store in `directory`; `nil` when the directory cannot be used.
-    init?(directory: URL, capacity: Int) {
+    /// Opens (creating it if needed) the store in `directory`.
+    ///
+    /// - Throws: ``ResponseCacheError`` when the directory is not safe to use or cannot be used
+    ///   (see ``CacheFolder``).
+    init(directory: URL, capacity: Int) throws(ResponseCacheError) {
         self.directory = directory
         self.capacity = max(0, capacity)
-        let manager = FileManager.default
-        do {
-            if !manager.fileExists(atPath: directory.path) {
-                try manager.createDirectory(
-                    at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            }
-        } catch {
-            return nil
-        }
-        guard let salt = Self.loadSalt(in: directory) else { return nil }
-        self.salt = salt
-        // What is already there: sizes and modification dates; leftovers of interrupted writes are removed.
-        var found: [(name: String, size: Int, date: Date)] = []
-        let names = (try? manager.contentsOfDirectory(atPath: directory.path)) ?? []
-        for name in names {
-            let path = directory.appendingPathComponent(name).path
+        folder = try CacheFolder(directory, removeEntries: { Self.removeEntries(in: $0) })
+        // What is already there: this user's own entry files, their sizes and modification dates; leftovers of
+        // interrupted writes, and anything else in an entry's place, are removed.
+        var found: [(name: String, size: Int, date: TimeInterval)] = []
+        for name in Self.names(in: folder.path) {
+            let path = (folder.path as NSString).appendingPathComponent(name)
             if name.hasPrefix(Self.temporaryPrefix) {
-                try? manager.removeItem(atPath: path)
+                unlink(path)
                 continue
             }
-            guard name.hasSuffix(Self.fileExtension),
-                let attributes = try? manager.attributesOfItem(atPath: path),
-                let size = (attributes[.size] as? NSNumber)?.intValue
-            else { continue }
-            found.append((name, size, attributes[.modificationDate] as? Date ?? .distantPast))
+            guard name.hasSuffix(Self.fileExtension) else { continue }
+            var info = stat()
+            guard lstat(path, &info) == 0, CacheFolder.isOwnPrivateFile(info) else {
+                unlink(path)
+                continue
+            }
+            found.append((name, Int(info.st_size), Self.modificationTime(info)))
         }
         found.sort { $0.date < $1.date }
         var index = Index()
-        index.total = salt.utf8.count
+        index.total = folder.salt.utf8.count
         for (clock, file) in found.enumerated() {
             index.files[file.name] = Record(size: file.size, lastUse: UInt64(clock))
             index.total += file.size
@@ -97,19 +95,25 @@ final class DiskStore: Sendable {
         remove(victims)
     }
 
-    /// The salt of `directory`, made (owner-only) on first use.
-    private static func loadSalt(in directory: URL) -> String? {
-        let file = directory.appendingPathComponent(saltName)
-        if let data = try? Data(contentsOf: file), let text = String(data: data, encoding: .utf8), text.count == 32 {
-            return text
+    /// The names in the directory at `path`.
+    private static func names(in path: String) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    }
+
+    /// Removes every entry file and leftover in the directory at `path` (their salt is not trusted).
+    private static func removeEntries(in path: String) {
+        for name in names(in: path) where name.hasSuffix(fileExtension) || name.hasPrefix(temporaryPrefix) {
+            unlink((path as NSString).appendingPathComponent(name))
         }
-        var generator = SystemRandomNumberGenerator()
-        let salt = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        guard writeAtomically(Data(salt.utf8), to: file, in: directory) else { return nil }
-        // Another process may have made one first: use what is there.
-        guard let data = try? Data(contentsOf: file), let text = String(data: data, encoding: .utf8), text.count == 32
-        else { return nil }
-        return text
+    }
+
+    /// The modification time of the file `info` describes, in seconds since 1970.
+    private static func modificationTime(_ info: stat) -> TimeInterval {
+        #if canImport(Darwin)
+        return TimeInterval(info.st_mtimespec.tv_sec) + TimeInterval(info.st_mtimespec.tv_nsec) / 1e9
+        #else
+        return TimeInterval(info.st_mtim.tv_sec) + TimeInterval(info.st_mtim.tv_nsec) / 1e9
+        #endif
     }
 
     /// The bytes of every file the store counts (for tests and the capacity check).
@@ -266,34 +270,12 @@ final class DiskStore: Sendable {
         let temporary = directory.appendingPathComponent(temporaryPrefix + UUID().uuidString)
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard descriptor >= 0 else { return false }
-        let written = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let count = systemWrite(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += count
-            }
-            return true
-        }
-        close(descriptor)
+        let written = writeFully(descriptor, data) == nil
+        closeDescriptor(descriptor)
         guard written, rename(temporary.path, file.path) == 0 else {
             unlink(temporary.path)
             return false
         }
         return true
     }
-}
-
-/// `write(2)`, named apart from the methods called `write` here.
-private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Darwin)
-    return Darwin.write(descriptor, buffer, count)
-    #elseif canImport(Musl)
-    return Musl.write(descriptor, buffer, count)
-    #else
-    return Glibc.write(descriptor, buffer, count)
-    #endif
 }

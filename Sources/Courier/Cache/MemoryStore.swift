@@ -33,7 +33,7 @@ struct MemoryStore: Sendable {
     /// fits; a response above `limit` bytes is not stored (and what was under `key` is removed).
     mutating func set(_ response: StoredResponse, for key: CacheKey, limit: Int) {
         remove(key)
-        let cost = response.cost
+        let cost = response.cost + key.url.utf8.count + key.partition.utf8.count
         guard cost <= limit, cost <= capacity else { return }
         while totalCost + cost > capacity, let oldest = tail { remove(oldest) }
         entries[key] = Node(response: response, cost: cost, previous: nil, next: head)

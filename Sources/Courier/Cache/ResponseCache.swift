@@ -21,9 +21,9 @@ import FoundationNetworking
 ///
 /// - Memory: at most `memoryCapacity` bytes (body plus header fields of each response), least recently used out
 ///   first.
-/// - Disk (when `diskCapacity` > 0 and a `directory` is given): at most `diskCapacity` bytes of files, written
+/// - Disk (with ``init(memoryCapacity:diskCapacity:directory:)``): at most `diskCapacity` bytes of files, written
 ///   atomically with owner-only permissions and checksummed; a damaged file is a miss and is removed. The directory
-///   should be the cache's own: Courier creates it (`0700`) when missing and counts only its own files.
+///   must be the cache's own, and is locked to it while it lives: see the initializer for what is refused.
 /// - A response larger than ``maximumEntryFraction`` of a store's capacity is not kept in that store.
 ///
 /// It is a reference type, safe to use from any thread and to share between configurations (one cache per account
@@ -38,6 +38,10 @@ public final class ResponseCache: Sendable {
 
     /// The largest share of a store's capacity one response may take: 1/10. A larger response is not kept there.
     public static let maximumEntryFraction = 0.1
+    /// The most fields a stored response's `Vary` may name: 32. A response whose `Vary` names more is not stored (it
+    /// goes to the caller, like a `no-store` one), so that a lookup compares at most this many request fields,
+    /// whatever a server sends. Real `Vary` fields name a handful.
+    public static let maximumVaryFields = 32
     /// The share of the time since `Last-Modified` that a response without an explicit lifetime stays fresh (RFC
     /// 9111, 4.2.2): 1/10.
     public static let heuristicFraction = 0.1
@@ -51,25 +55,47 @@ public final class ResponseCache: Sendable {
     /// The keys being revalidated in the background (`stale-while-revalidate`): one revalidation at a time each.
     private let revalidating = Locked(Set<CacheKey>())
 
-    /// Creates a cache.
+    /// Creates a cache in memory only.
+    ///
+    /// - Parameter memoryCapacity: The most bytes kept in memory; 0 or less keeps nothing.
+    public convenience init(memoryCapacity: Int) {
+        self.init(memoryCapacity: memoryCapacity, disk: nil)
+    }
+
+    /// Creates a cache in memory and in `directory`, which must be the cache's own.
+    ///
+    /// The directory is created (`0700`) when missing. An existing one is used only if it is safe: this process's
+    /// user owns it, it is not a symbolic link, and no other cache has it open; its mode is set to `0700`, and when
+    /// others could write to it, or its salt is not a file this user made, what it holds is removed, never served.
+    /// The directory stays locked to this cache (a `cache.lock` file) until the cache is released. Keep it in a
+    /// per-user location, such as the user's caches directory; never in a directory shared with other users, such
+    /// as `/tmp` on Linux.
     ///
     /// - Parameters:
     ///   - memoryCapacity: The most bytes kept in memory; 0 or less keeps nothing there.
-    ///   - diskCapacity: The most bytes of files kept in `directory`; 0 (the default) keeps nothing on disk.
-    ///   - directory: The cache's own directory, created if missing; `nil` (the default) keeps nothing on disk. When
-    ///     it cannot be created or read, the cache works in memory only (check ``isDiskAvailable``).
-    public init(memoryCapacity: Int, diskCapacity: Int = 0, directory: URL? = nil) {
-        self.memoryCapacity = max(0, memoryCapacity)
-        self.diskCapacity = max(0, diskCapacity)
-        self.directory = directory
-        self.memory = Locked(MemoryStore(capacity: memoryCapacity))
-        let disk = diskCapacity > 0 ? directory.flatMap { DiskStore(directory: $0, capacity: diskCapacity) } : nil
-        self.disk = disk
-        var generator = SystemRandomNumberGenerator()
-        self.salt = disk?.salt ?? String(generator.next(), radix: 16) + String(generator.next(), radix: 16)
+    ///   - diskCapacity: The most bytes of files kept in `directory`; 0 or less keeps nothing on disk (the directory
+    ///     is then not opened).
+    ///   - directory: The cache's own directory.
+    /// - Throws: ``ResponseCacheError``: ``ResponseCacheError/directoryInUse(path:)`` when another cache, in this
+    ///   process or another, has it open; ``ResponseCacheError/directoryNotOwned(path:owner:)``,
+    ///   ``ResponseCacheError/symbolicLink(path:)``, ``ResponseCacheError/notADirectory(path:)`` or
+    ///   ``ResponseCacheError/replaceableDirectory(path:)`` when it is not safe to use;
+    ///   ``ResponseCacheError/storageFailed(operation:path:code:)`` when it cannot be created or read.
+    public convenience init(memoryCapacity: Int, diskCapacity: Int, directory: URL) throws(ResponseCacheError) {
+        let disk = diskCapacity > 0 ? try DiskStore(directory: directory, capacity: diskCapacity) : nil
+        self.init(memoryCapacity: memoryCapacity, disk: disk)
     }
 
-    /// Whether responses are kept on disk: a directory and a disk capacity were given and the directory is usable.
+    private init(memoryCapacity: Int, disk: DiskStore?) {
+        self.memoryCapacity = max(0, memoryCapacity)
+        self.diskCapacity = disk?.capacity ?? 0
+        self.directory = disk?.directory
+        self.memory = Locked(MemoryStore(capacity: memoryCapacity))
+        self.disk = disk
+        self.salt = disk?.salt ?? CacheKey.newSalt()
+    }
+
+    /// Whether responses are kept on disk: a directory and a disk capacity above 0 were given.
     public var isDiskAvailable: Bool { disk != nil }
 
     /// The bytes held in memory now.
@@ -87,10 +113,9 @@ public final class ResponseCache: Sendable {
     /// Removes every stored response for `url` (the full URL, query included; the fragment is ignored), whatever
     /// credentials fetched it.
     public func removeResponses(for url: URL) {
-        var text = url.absoluteString
-        if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-        memory.withLock { $0.remove(url: text) }
-        disk?.remove(url: text)
+        let address = CacheKey.address(of: url)
+        memory.withLock { $0.remove(url: address) }
+        disk?.remove(url: address)
     }
 
     // MARK: The stores

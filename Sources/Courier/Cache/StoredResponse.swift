@@ -52,10 +52,22 @@ struct StoredResponse: Sendable, Codable, Equatable {
         }
     }
 
-    /// The cache's own accounting of its size: the body plus the header bytes.
+    /// The bytes this response holds in memory, for the cache's capacity: the body, each header field and each
+    /// `Vary` value, with what it takes to hold each (an array slot, a dictionary slot, a string's heap storage), and
+    /// the entry's own bookkeeping. A response of many small fields costs far more than its bytes on the wire.
     var cost: Int {
-        body.count + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 } + 64
+        var total = Self.entryOverhead + body.count
+        for field in headers { total += Self.fieldOverhead + field.name.utf8.count + field.value.utf8.count }
+        for (name, value) in varyValues { total += Self.varyOverhead + name.utf8.count + value.utf8.count }
+        return total
     }
+
+    /// What an entry takes besides its fields and body: the response, its index node and key, its slot in the index.
+    static let entryOverhead = 512
+    /// What a header field takes besides its bytes: its slot in the array and its strings' heap storage.
+    static let fieldOverhead = 64
+    /// What a `Vary` value takes besides its bytes: its dictionary slot and its strings' heap storage.
+    static let varyOverhead = 128
 
     /// Parsed `Cache-Control`.
     var cacheControl: CacheControl { CacheControl(header("Cache-Control")) }

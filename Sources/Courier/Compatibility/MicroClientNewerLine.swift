@@ -10,9 +10,10 @@ import FoundationNetworking
 // - `RetryStrategy` becomes a RetryPolicy for Courier's RetryingClient: idempotent methods and transient failures
 //   only, with backoff (MicroClient retried every failure of every method at once).
 // - `NetworkLogger` receives the redacted lines of Courier's LoggingClient.
-// - A 0.0.22+ configuration's retry strategy, logger and response interceptors are a stack of those decorators that
-//   each NetworkClient builds once (MicroClientStack, the configuration's client stack); a request's own retry
-//   strategy or response interceptors are its runner (MicroClientRequestRunner), which replaces them for that request.
+// - A 0.0.22+ configuration's retry strategy, logger and response interceptors are its adaptation (MicroClientOptions):
+//   a stack of those decorators that each NetworkClient builds once (MicroClientStack); a request's own retry strategy
+//   or response interceptors are the request's adaptation (MicroClientRequestOptions), which the stack reads, and which
+//   replace the configuration's for that request.
 // - `URLSessionProtocol` lets a test double stand in for the session, on Linux too.
 // Left out: 0.0.21's `Logger` and `LogLevel` parameter types (Courier's `LogLevel` is another type; 0.0.22 renamed
 // them `NetworkLogger` and `NetworkLogLevel`), and the ready response interceptors (0.0.25+).
@@ -133,8 +134,9 @@ public struct StdoutLogger: NetworkLogger {
 
 // MARK: - What the shims build
 
-/// Retry, logging and response interceptors of a configuration created with MicroClient 0.0.22+'s initializer.
-struct MicroClientOptions: Sendable {
+/// Retry, logging and response interceptors of a configuration created with MicroClient 0.0.22+'s initializer: its
+/// adaptation (see ``ClientAdaptation``), which each ``NetworkClient`` on it builds once.
+struct MicroClientOptions: ClientAdaptation {
     /// `nil` or one attempt: no retries.
     var retryPolicy: RetryPolicy?
     /// The logging decorator's level and sink; `nil` without a logger.
@@ -146,84 +148,71 @@ struct MicroClientOptions: Sendable {
         let level: LogLevel
         let sink: @Sendable (LogEntry) -> Void
     }
-}
 
-/// The decorators of a MicroClient 0.0.22+ configuration around a client's core, built once per ``NetworkClient``
-/// (the configuration's client stack): `RetryingClient(LoggingClient(core))`, every attempt logged, then the response
-/// interceptors, in the order the Resilience article recommends.
-struct MicroClientStack: NetworkClientProtocol {
-    let options: MicroClientOptions
-    /// The retrying and logging decorators around the core.
-    let chain: any NetworkClientProtocol
-
-    init(options: MicroClientOptions, core: any NetworkClientProtocol) {
-        self.options = options
-        chain = Self.chain(around: core, retryPolicy: options.retryPolicy, log: options.log)
-    }
-
-    /// `RetryingClient(LoggingClient(core))`, leaving out what is not asked for.
-    static func chain(
-        around core: any NetworkClientProtocol, retryPolicy: RetryPolicy?, log: MicroClientOptions.Log?
-    ) -> any NetworkClientProtocol {
-        var chain = core
-        if let log { chain = LoggingDecorator(wrapping: chain, level: log.level, sink: log.sink) }
-        if let retryPolicy, retryPolicy.maxAttempts > 1 {
-            chain = RetryingDecorator(wrapping: chain, policy: retryPolicy)
-        }
-        return chain
-    }
-
-    /// Runs `request` through `chain`, then `responseInterceptors` in order on the response.
-    static func run<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>, through chain: any NetworkClientProtocol,
-        responseInterceptors: [any NetworkResponseInterceptor]
-    ) async throws -> NetworkResponse<ResponseModel> {
-        var response = try await chain.run(request)
-        for interceptor in responseInterceptors {
-            response = try await interceptor.intercept(response, response.data)
-        }
-        return response
-    }
-
-    func run<RequestModel, ResponseModel>(
-        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
-    ) async throws -> NetworkResponse<ResponseModel> {
-        try await Self.run(networkRequest, through: chain, responseInterceptors: options.responseInterceptors)
+    func client(around pipeline: NetworkClient.Pipeline) -> any NetworkClientProtocol {
+        MicroClientStack(options: self, pipeline: pipeline)
     }
 }
 
-/// How a request created with MicroClient 0.0.18+'s initializers runs when it has a retry strategy or response
-/// interceptors of its own: its maximum attempts replace the configuration's retry policy, its response interceptors
-/// replace the configuration's, and the configuration's logger still logs every attempt.
-struct MicroClientRequestRunner: RequestRunner {
+/// What a request created with MicroClient 0.0.18+'s initializers has of its own (its adaptation): its maximum
+/// attempts replace the configuration's retry policy, its response interceptors replace the configuration's, and the
+/// configuration's logger still logs every attempt. On a configuration without an adaptation of its own, the request
+/// gets a stack of its own for the call.
+struct MicroClientRequestOptions: ClientAdaptation {
     /// The request's own attempts; `nil` keeps the configuration's retry policy.
     let maxAttempts: Int?
     /// The request's own response interceptors; `nil` keeps the configuration's.
     let responseInterceptors: [any NetworkResponseInterceptor]?
 
+    func client(around pipeline: NetworkClient.Pipeline) -> any NetworkClientProtocol {
+        MicroClientStack(options: MicroClientOptions(), pipeline: pipeline)
+    }
+}
+
+/// The decorators of a MicroClient-era configuration around a client's pipeline, built once per ``NetworkClient``:
+/// `RetryingClient(LoggingClient(pipeline))`, every attempt logged, then the response interceptors, in the order the
+/// Resilience article recommends. A request with attempts of its own gets a retrier of its own around the same
+/// logger.
+struct MicroClientStack: NetworkClientProtocol {
+    let options: MicroClientOptions
+    /// The logging decorator around the pipeline, or the pipeline.
+    private let logged: any NetworkClientProtocol
+    /// The retrying decorator around `logged`, or `logged`.
+    private let chain: any NetworkClientProtocol
+
+    init(options: MicroClientOptions, pipeline: NetworkClient.Pipeline) {
+        self.options = options
+        logged = options.log.map { LoggingDecorator(wrapping: pipeline, level: $0.level, sink: $0.sink) } ?? pipeline
+        chain = Self.retrying(logged, options.retryPolicy)
+    }
+
+    /// `client` in a ``RetryingClient`` with `policy`, unless it allows one attempt only.
+    private static func retrying(
+        _ client: any NetworkClientProtocol, _ policy: RetryPolicy?
+    ) -> any NetworkClientProtocol {
+        guard let policy, policy.maxAttempts > 1 else { return client }
+        return RetryingDecorator(wrapping: client, policy: policy)
+    }
+
+    /// Runs `networkRequest` through the chain (or, with attempts of its own, a retrier of its own around the logger),
+    /// then the response interceptors in order on the response.
     func run<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>, core: any NetworkClientProtocol,
-        stack: (any NetworkClientProtocol)?
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        let configured = stack as? MicroClientStack
-        let chain: any NetworkClientProtocol
-        if let maxAttempts {
-            chain = MicroClientStack.chain(
-                around: core, retryPolicy: RetryPolicy(maxAttempts: maxAttempts), log: configured?.options.log)
-        } else {
-            // The configuration's retry policy and logger: the chain it already built, or none.
-            chain = configured?.chain ?? core
+        let own = networkRequest.adaptation as? MicroClientRequestOptions
+        let chain = own?.maxAttempts.map { Self.retrying(logged, RetryPolicy(maxAttempts: $0)) } ?? chain
+        var response = try await chain.run(networkRequest)
+        for interceptor in own?.responseInterceptors ?? options.responseInterceptors {
+            response = try await interceptor.intercept(response, response.data)
         }
-        return try await MicroClientStack.run(
-            request, through: chain,
-            responseInterceptors: responseInterceptors ?? configured?.options.responseInterceptors ?? [])
+        return response
     }
 }
 
 extension NetworkConfiguration {
     /// Makes every ``NetworkClient`` created on this configuration run its requests through `options`' decorators.
     func install(_ options: MicroClientOptions) {
-        updateSettings { $0.clientStack = { core in MicroClientStack(options: options, core: core) } }
+        updateSettings { $0.adaptation = options }
     }
 }
 
@@ -237,7 +226,7 @@ extension NetworkRequest {
         guard interceptors != nil || maxAttempts != nil || responseInterceptors != nil else { return }
         self.interceptors = interceptors
         if maxAttempts != nil || responseInterceptors != nil {
-            runner = MicroClientRequestRunner(maxAttempts: maxAttempts, responseInterceptors: responseInterceptors)
+            adaptation = MicroClientRequestOptions(maxAttempts: maxAttempts, responseInterceptors: responseInterceptors)
         }
         options.allowsSharing = false
     }
@@ -502,11 +491,11 @@ extension NetworkRequest {
     /// The request's own retry strategy, `nil` when it uses the configuration's. From MicroClient 0.0.18.
     @available(*, deprecated, message: "MicroClient 0.0.28: Courier's retries are client.retrying(_:)")
     public var retryStrategy: RetryStrategy? {
-        (runner as? MicroClientRequestRunner)?.maxAttempts.map(RetryStrategy.init(maxAttempts:))
+        (adaptation as? MicroClientRequestOptions)?.maxAttempts.map(RetryStrategy.init(maxAttempts:))
     }
 
     /// The request's own response interceptors, `nil` when it runs the configuration's. From MicroClient 0.0.25.
     public var responseInterceptors: [any NetworkResponseInterceptor]? {
-        (runner as? MicroClientRequestRunner)?.responseInterceptors
+        (adaptation as? MicroClientRequestOptions)?.responseInterceptors
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 /// Something that can be stopped when its deadline passes.
 protocol Expirable: AnyObject, Sendable {
@@ -73,5 +74,22 @@ final class DeadlineMonitor: @unchecked Sendable {
             return due
         }
         for transfer in due { transfer.expire() }
+    }
+}
+
+extension NetworkClientError {
+    /// The one error of a passed deadline, wherever it passed (a transfer on any transport, a stream, a wait for a
+    /// shared call or a renewal): ``transportFailed(_:)`` with `URLError.timedOut` and one description; `url` (for a
+    /// transfer, the URL it was sending to) redacted.
+    static func deadlinePassed(url: URL?) -> NetworkClientError {
+        .transportFailed(
+            Redaction.urlError(
+                URLError(
+                    .timedOut,
+                    userInfo: [
+                        NSLocalizedDescriptionKey:
+                            "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
+                    ]),
+                url: url))
     }
 }

@@ -15,8 +15,8 @@ import Android
 /// A value guarded by a lock: the one place Courier keeps mutable shared state.
 ///
 /// The value and the lock live in one allocation. `NSLock` was one object more, and on Linux one `malloc` more for its
-/// mutex, per lock: with the two or three locks a call creates (its transport call, its exchange, a report listener
-/// per decorator that listens), about 450 instructions each in allocation and teardown (callgrind).
+/// mutex, per lock, in allocation and in teardown: a call creates several locks (its transport call, its exchange, a
+/// ``SendRecorder`` per decorator that records).
 struct Locked<State> {
     private let storage: LockedStorage<State>
 
@@ -25,8 +25,7 @@ struct Locked<State> {
     }
 
     /// Runs `body` with the value, under the lock. The value is reached through the buffer's pointer, so Swift's
-    /// run-time exclusivity check (about 100 instructions per access on Linux) does not repeat what the lock
-    /// guarantees.
+    /// run-time exclusivity check does not repeat, on every access, what the lock guarantees.
     func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         try storage.withUnsafeMutablePointers { state, lock in
             PlatformLock.lock(lock)

@@ -26,44 +26,51 @@ public protocol NetworkClientProtocol: Sendable {
 public final class NetworkClient: NetworkClientProtocol {
     /// The configuration every request runs against.
     public let configuration: NetworkConfiguration
-    /// The decorators the configuration asked for around this client, built once; `nil` (the usual case) runs each
-    /// request directly.
-    private let stack: (any NetworkClientProtocol)?
+    /// What the configuration's adaptation built around this client's pipeline, once, when the client was created
+    /// (see ``ClientAdaptation``); `nil`, as for every configuration Courier's own API makes, runs each request on the
+    /// pipeline.
+    private let adapted: (any NetworkClientProtocol)?
 
     /// Creates a client.
     /// - Parameter configuration: The session, coders, base URL and interceptors to use.
     public init(configuration: NetworkConfiguration) {
         self.configuration = configuration
-        // The stack wraps a client of its own on the same configuration, without a stack: holding this one would be
-        // a reference cycle.
-        stack = configuration.currentSettings.clientStack.map { makeStack in
-            makeStack(CoreClient(client: NetworkClient(configuration: configuration, stack: nil)))
-        }
+        // Around a client of its own on the same configuration: holding this one would be a reference cycle.
+        adapted = configuration.currentSettings.adaptation?.client(
+            around: Pipeline(client: NetworkClient(configuration: configuration, adapted: nil)))
     }
 
-    /// A client with the given stack (none for the core that a stack wraps).
-    private init(configuration: NetworkConfiguration, stack: (any NetworkClientProtocol)?) {
+    private init(configuration: NetworkConfiguration, adapted: (any NetworkClientProtocol)?) {
         self.configuration = configuration
-        self.stack = stack
+        self.adapted = adapted
     }
 
-    /// Runs `networkRequest`: builds the `URLRequest`, applies the interceptors, sends it, requires a 2xx status and
-    /// decodes the body into `ResponseModel`.
+    /// Runs `networkRequest`: builds the `URLRequest`, applies the interceptors, sends it, requires an acceptable
+    /// status and decodes the body into `ResponseModel`.
     ///
     /// - Throws: ``NetworkClientError`` (see its cases), or `CancellationError` when the calling task is cancelled;
     ///   the transfer is cancelled with it.
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        if networkRequest.isLocalQuery { return try answerFacts() }
-        if let runner = networkRequest.runner {
-            return try await runner.run(networkRequest, core: CoreClient(client: self), stack: stack)
+        if let adapted = adapted ?? networkRequest.adaptation?.client(around: Pipeline(client: self)) {
+            return try await adapted.run(networkRequest)
         }
-        if let stack { return try await stack.run(networkRequest) }
         return try await runDirectly(networkRequest)
     }
 
-    /// ``run(_:)`` without the stack or the request's runner: what their decorators wrap (see ``CoreClient``).
+    /// A client's pipeline alone, without the adaptation around it: it builds, sends and decodes each request once.
+    struct Pipeline: NetworkClientProtocol {
+        let client: NetworkClient
+
+        func run<RequestModel, ResponseModel>(
+            _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+        ) async throws -> NetworkResponse<ResponseModel> {
+            try await client.runDirectly(networkRequest)
+        }
+    }
+
+    /// ``run(_:)`` on the pipeline alone.
     /// - Parameter settings: The settings already read for this call; `nil` reads them.
     func runDirectly<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings? = nil
@@ -115,21 +122,20 @@ public final class NetworkClient: NetworkClientProtocol {
         let accepted: Set<Int>?
     }
 
-    /// Builds `networkRequest`, runs the interceptors, applies the credential's scope, tells the listening decorators
-    /// what goes out, and sends it through the pipeline (``send(_:rules:meter:sink:)``).
+    /// Builds `networkRequest`, runs the interceptors, applies the credential's scope, reports what goes out to the
+    /// request's recorders (``SendReport``), and sends it hop by hop (``send(_:rules:meter:sink:)``).
     ///
     /// - Throws: ``NetworkClientError`` or `CancellationError`, as ``run(_:)``.
     func send<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, settings: NetworkConfiguration.Settings,
         deadline: DispatchTime?, facts: ResponseKinds.Facts, meter: inout MetricsMeter
     ) async throws -> Sent {
-        let listener = SendReportListener.current
         let prepared: PreparedRequest
         do {
             prepared = try RequestPreparation.prepare(
                 networkRequest, configuration: configuration, accept: facts.accept)
         } catch {
-            if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
+            if networkRequest.wantsSendReport { report(nil, of: networkRequest, credentialWithheld: false) }
             // Staging a multipart body stops when the caller cancels: that is a cancellation, not a file error.
             if Task.isCancelled { throw CancellationError() }
             throw error
@@ -142,7 +148,7 @@ public final class NetworkClient: NetworkClientProtocol {
             // The async interceptor may have suspended: a caller cancelled meanwhile must not send anything.
             try Task.checkCancellation()
         } catch {
-            if let listener { report(nil, of: networkRequest, credentialWithheld: false, to: listener) }
+            if networkRequest.wantsSendReport { report(nil, of: networkRequest, credentialWithheld: false) }
             throw error
         }
         // Without a base URL override or an interceptor, the request goes to the configured origin: nothing to check.
@@ -151,7 +157,12 @@ public final class NetworkClient: NetworkClientProtocol {
             || !(networkRequest.interceptors ?? settings.interceptors).isEmpty
         let credentialWithheld =
             mayLeaveOrigin ? keepCredential(networkRequest.credentialScope, to: &request) : false
-        if let listener { report(request, of: networkRequest, credentialWithheld: credentialWithheld, to: listener) }
+        if let replaced = networkRequest.replacedFrom {
+            keepSecrets(continuing: replaced, credential: networkRequest.credentialScope, in: &request)
+        }
+        if networkRequest.wantsSendReport {
+            report(request, of: networkRequest, credentialWithheld: credentialWithheld)
+        }
         let accepted = networkRequest.acceptableStatusCodes ?? settings.acceptableStatusCodes
         var sensitive = configuration.sensitiveHeaders
         if let scope = networkRequest.credentialScope { sensitive.formUnion(scope.headerNames) }
@@ -211,49 +222,50 @@ public final class NetworkClient: NetworkClientProtocol {
             reconnection: reconnection, deadline: deadline, reopen: reopen)
     }
 
-    /// Answers a ``ClientFacts`` query from the configuration, without sending anything.
-    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
-        let facts = ClientFacts(
-            sensitiveHeaders: configuration.sensitiveHeaders, encoder: configuration.defaultEncoder,
-            decoder: configuration.defaultDecoder)
-        let response = HTTPURLResponse(
-            url: configuration.baseURL, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])
-        guard let facts = facts as? ResponseModel, let response else {
-            throw NetworkClientError.invalidRequest(reason: "the client facts could not be answered")
-        }
-        return NetworkResponse(value: facts, response: response)
-    }
-
     /// Removes an ``AuthenticatingClient``'s credential from `request` unless it goes to the configured base URL's
     /// origin or one the authenticating client names: this client is the one that knows the configured base URL,
     /// whatever decorators sit above it. Returns whether the credential was removed.
     private func keepCredential(_ scope: CredentialScope?, to request: inout URLRequest) -> Bool {
-        guard let scope else { return false }
-        let origin = request.url.flatMap(Origin.of)
-        if let origin, origin == configuration.base.origin || scope.additionalOrigins.contains(origin) {
+        guard let scope, !scope.allows(request.url.flatMap(Origin.of), configured: configuration.base.origin) else {
             return false
         }
-        for name in (request.allHTTPHeaderFields ?? [:]).keys where scope.headerNames.contains(name.lowercased()) {
+        for name in (request.allHTTPHeaderFields ?? [:]).keys where scope.covers(name) {
             request.setValue(nil, forHTTPHeaderField: name)
         }
         return true
     }
 
-    /// Tells the decorators that listen what is about to be sent (see ``SendReportListener``); `request` is `nil`
-    /// when the request failed before it could be built or intercepted, and then the request's own headers are told.
+    /// A request that continues another one on another origin (``NetworkRequest/replacingURL(with:)``: a next page)
+    /// goes there as a cross-origin redirect would: without the configuration's sensitive header fields, whoever set
+    /// them (the request, an interceptor). The credential's own fields are ``keepCredential(_:to:)``'s, which already
+    /// kept them to the origins the credential names.
+    private func keepSecrets(
+        continuing replaced: ReplacedOrigin, credential: CredentialScope?, in request: inout URLRequest
+    ) {
+        var sensitive = configuration.sensitiveHeaders
+        if let credential { sensitive.subtract(credential.headerNames) }
+        for name in Redirects.withheldHeaders(
+            among: (request.allHTTPHeaderFields ?? [:]).keys, sensitiveHeaders: sensitive,
+            from: replaced.resolved(configured: configuration.base.origin), to: request.url)
+        {
+            request.setValue(nil, forHTTPHeaderField: name)
+        }
+    }
+
+    /// Reports what is about to be sent to the request's recorders (see ``SendReport``); `request` is `nil` when the
+    /// request failed before it could be built or intercepted, and then the request's own headers are told.
     private func report<RequestModel, ResponseModel>(
         _ request: URLRequest?, of networkRequest: NetworkRequest<RequestModel, ResponseModel>,
-        credentialWithheld: Bool, to listener: SendReportListener
+        credentialWithheld: Bool
     ) {
-        SendReportListener.deliver(
+        networkRequest.report(
             SendReport(
-                request: request, unsentHeaders: request == nil ? networkRequest.additionalHeaders ?? [:] : [:],
+                request: request, headers: request == nil ? networkRequest.additionalHeaders ?? [:] : nil,
                 configuredSensitiveHeaders: configuration.sensitiveHeaders,
                 credentialHeaders: networkRequest.credentialScope?.headerNames ?? [],
                 base: networkRequest.baseURL.map(BaseURL.init) ?? configuration.base,
                 baseKey: networkRequest.baseURL == nil ? ObjectIdentifier(configuration) : nil,
-                credentialWithheld: credentialWithheld),
-            to: listener)
+                credentialWithheld: credentialWithheld))
     }
 
     /// Removes a temporary file Courier made.
@@ -319,7 +331,7 @@ public final class NetworkClient: NetworkClientProtocol {
     /// When the request must have ended: the earlier of its own total timeout and the session's resource timeout
     /// where Courier enforces it; `nil` when neither applies.
     private func deadline(totalTimeout: TimeInterval?) -> DispatchTime? {
-        // No array: building one to take its minimum cost about 900 instructions per call.
+        // No array: building one to take its minimum would allocate on every call.
         let total = totalTimeout.map { min($0, NetworkConfiguration.maximumTimeout) }
         let seconds: TimeInterval
         switch (total, configuration.resourceTimeout) {

@@ -42,8 +42,10 @@ public enum NetworkClientError: Error, Sendable {
     /// coding path names the failing field; `data` is the body, as received.
     case decodingFailed(underlying: any Error, data: Data)
     /// The response body (counted after decompression) is larger than `limit` bytes, the request's or the
-    /// configuration's ``NetworkConfiguration/maximumResponseSize``. The transfer was stopped when the limit was
-    /// passed, or before the body was read when the server declared a larger `Content-Length`.
+    /// configuration's ``NetworkConfiguration/maximumResponseSize``; or, for a stream, one line or event is longer
+    /// than the request's ``NetworkRequest/maximumStreamItemSize``. The transfer was stopped when the limit was
+    /// passed, or before the body was read when the server declared a larger `Content-Length`. (A reader that falls
+    /// too far behind a stream ends it with ``StreamError/readerFellBehind(limit:)`` instead.)
     case responseTooLarge(limit: Int)
     /// The server redirected to a place Courier will not follow: a `Location` whose scheme is not `http` or `https`,
     /// or a 307/308 redirect of a request whose body cannot be sent again. The request was sent; the redirect was not.
@@ -94,7 +96,8 @@ extension NetworkClientError: LocalizedError, CustomStringConvertible {
             return "The response could not be decoded (body of \(data.count) bytes): \(detail)."
         case .responseTooLarge(let limit):
             return
-                "The response body is larger than the limit of \(limit) bytes (maximumResponseSize); the transfer was stopped."
+                "The response body is larger than the limit of \(limit) bytes (maximumResponseSize; for a stream, "
+                + "maximumStreamItemSize, the longest line or event); the transfer was stopped."
         case .redirectRefused(let reason):
             return "The redirect was not followed: \(reason)."
         case .fileAccessFailed(let url, let reason):

@@ -59,14 +59,14 @@ public final class NetworkConfiguration: Sendable {
         var acceptableStatusCodes: Set<Int>?
         /// ``NetworkConfiguration/interceptors``: run in order after `asyncInterceptor`.
         var interceptors: [any NetworkRequestInterceptor] = []
-        /// Decorators a configuration initializer puts around every ``NetworkClient`` created on it: called once, when
-        /// the client is created, with the client's core (``CoreClient``); `nil` (no stack) otherwise.
-        var clientStack: (@Sendable (_ core: any NetworkClientProtocol) -> any NetworkClientProtocol)?
+        /// What an initializer at the edge asks for around every ``NetworkClient`` created on this configuration (see
+        /// ``ClientAdaptation``); `nil` (always with Courier's own initializers) otherwise.
+        var adaptation: (any ClientAdaptation)?
         /// ``NetworkConfiguration/responseCache``.
         var responseCache: ResponseCache?
     }
 
-    /// Changes the settings under the lock (the compatibility initializers and ``interceptors``).
+    /// Changes the settings under the lock (the initializers at the edge and ``interceptors``).
     func updateSettings(_ update: (inout Settings) -> Void) {
         settings.withLock { update(&$0) }
     }
@@ -101,12 +101,20 @@ public final class NetworkConfiguration: Sendable {
         set { settings.withLock { $0.maximumResponseSize = newValue } }
     }
 
+    /// `200..<300`: the default of ``acceptableStatusCodes``, and of ``StubNetworkClient``'s.
+    public static let defaultAcceptableStatusCodes = Set(Courier.defaultAcceptableStatusCodes)
+
     /// The status codes that count as success, unless the request sets its own
-    /// ``NetworkRequest/acceptableStatusCodes``; `200..<300` by default. Any other status throws
-    /// ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``. Setting it affects the next request.
+    /// ``NetworkRequest/acceptableStatusCodes``; ``defaultAcceptableStatusCodes`` (`200..<300`) by default. Any other
+    /// status throws ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``. Setting it affects the
+    /// next request.
     public var acceptableStatusCodes: Set<Int> {
-        get { settings.withLock { $0.acceptableStatusCodes } ?? Set(200..<300) }
-        set { settings.withLock { $0.acceptableStatusCodes = newValue == Set(200..<300) ? nil : newValue } }
+        get { settings.withLock { $0.acceptableStatusCodes } ?? Self.defaultAcceptableStatusCodes }
+        set {
+            settings.withLock {
+                $0.acceptableStatusCodes = newValue == Self.defaultAcceptableStatusCodes ? nil : newValue
+            }
+        }
     }
 
     /// Creates a configuration that runs requests on a session you bring, for example `URLSession.shared`: the shape
@@ -139,35 +147,32 @@ public final class NetworkConfiguration: Sendable {
     ///     with ``NetworkClientError/invalidURL(reason:)``.
     ///   - sensitiveHeaders: More header names to treat as secrets, besides `Authorization`, `Cookie` and
     ///     `Proxy-Authorization`; empty by default.
-    public init(
+    public convenience init(
         session: URLSession,
         defaultDecoder: JSONDecoder = JSONDecoder(),
         defaultEncoder: JSONEncoder = JSONEncoder(),
         baseURL: URL,
         sensitiveHeaders: Set<String> = []
     ) {
-        let sensitiveHeaders = Self.normalized(sensitiveHeaders)
-        self.session = session
-        self.defaultDecoder = defaultDecoder
-        self.defaultEncoder = defaultEncoder
-        self.baseURL = baseURL
-        self.sensitiveHeaders = sensitiveHeaders
-        self.base = BaseURL(baseURL)
-        self.serial = Self.nextSerial()
         #if canImport(FoundationNetworking)
         if session.delegate == nil {
-            let derived = Self.drivenTransport(session.configuration)
-            (transport, requestTimeout, resourceTimeout) = (derived.0, nil, derived.1)
+            let (transport, resourceTimeout) = Self.drivenTransport(session.configuration)
+            self.init(
+                transport: transport, session: session, requestTimeout: nil, resourceTimeout: resourceTimeout,
+                defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL,
+                sensitiveHeaders: sensitiveHeaders)
             return
         }
         #endif
         let configuration = session.configuration
         let requestTimeout = transportTimeout(configuration.timeoutIntervalForRequest, fallback: 60)
-        self.requestTimeout = requestTimeout == configuration.timeoutIntervalForRequest ? nil : requestTimeout
-        self.resourceTimeout =
-            enforcesResourceTimeout
-            ? transportTimeout(configuration.timeoutIntervalForResource, fallback: 604_800) : nil
-        self.transport = CallerSessionTransport(session: session)
+        self.init(
+            transport: CallerSessionTransport(session: session), session: session,
+            requestTimeout: requestTimeout == configuration.timeoutIntervalForRequest ? nil : requestTimeout,
+            resourceTimeout: enforcesResourceTimeout
+                ? transportTimeout(configuration.timeoutIntervalForResource, fallback: 604_800) : nil,
+            defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL,
+            sensitiveHeaders: sensitiveHeaders)
     }
 
     /// Creates a configuration with a session that Courier creates from `sessionConfiguration`, owns, and
@@ -185,7 +190,7 @@ public final class NetworkConfiguration: Sendable {
     ///   replaced by URLSession's defaults (60 s idle, 7 days in all).
     ///
     /// On Linux the session has no `URLCache`: corelibs' cache makes cancelling a request unsafe (the process can
-    /// trap), and costs about 10% per request.
+    /// trap), and costs time on every request.
     /// - Parameters:
     ///   - sessionConfiguration: The configuration of the session to create; `.default` by default (shared cookie and
     ///     credential storage), or for example `.ephemeral`.
@@ -193,25 +198,18 @@ public final class NetworkConfiguration: Sendable {
     ///   - defaultEncoder: The body encoder; a plain `JSONEncoder()` by default.
     ///   - baseURL: The URL request paths are appended to.
     ///   - sensitiveHeaders: More header names to treat as secrets; empty by default.
-    public init(
+    public convenience init(
         sessionConfiguration: URLSessionConfiguration = .default,
         defaultDecoder: JSONDecoder = JSONDecoder(),
         defaultEncoder: JSONEncoder = JSONEncoder(),
         baseURL: URL,
         sensitiveHeaders: Set<String> = []
     ) {
-        let sensitiveHeaders = Self.normalized(sensitiveHeaders)
         let (transport, resourceTimeout) = Self.drivenTransport(sessionConfiguration)
-        self.transport = transport
-        self.serial = Self.nextSerial()
-        self.session = transport.session
-        self.requestTimeout = nil
-        self.resourceTimeout = resourceTimeout
-        self.defaultDecoder = defaultDecoder
-        self.defaultEncoder = defaultEncoder
-        self.baseURL = baseURL
-        self.sensitiveHeaders = sensitiveHeaders
-        self.base = BaseURL(baseURL)
+        self.init(
+            transport: transport, session: transport.session, requestTimeout: nil, resourceTimeout: resourceTimeout,
+            defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL,
+            sensitiveHeaders: sensitiveHeaders)
     }
 
     /// Creates a configuration whose requests go through `transport`, for example ``InMemoryTransport`` in tests or
@@ -225,17 +223,29 @@ public final class NetworkConfiguration: Sendable {
     ///   - defaultEncoder: The body encoder; a plain `JSONEncoder()` by default.
     ///   - baseURL: The URL request paths are appended to.
     ///   - sensitiveHeaders: More header names to treat as secrets; empty by default.
-    public init(
+    public convenience init(
         transport: some HTTPTransport,
         defaultDecoder: JSONDecoder = JSONDecoder(),
         defaultEncoder: JSONEncoder = JSONEncoder(),
         baseURL: URL,
         sensitiveHeaders: Set<String> = []
     ) {
+        self.init(
+            transport: transport, session: URLSession.shared, requestTimeout: nil, resourceTimeout: nil,
+            defaultDecoder: defaultDecoder, defaultEncoder: defaultEncoder, baseURL: baseURL,
+            sensitiveHeaders: sensitiveHeaders)
+    }
+
+    /// The initializer behind the public ones, which differ only in where the transport and its timeouts come from.
+    private init(
+        transport: any HTTPTransport, session: URLSession, requestTimeout: TimeInterval?,
+        resourceTimeout: TimeInterval?, defaultDecoder: JSONDecoder, defaultEncoder: JSONEncoder, baseURL: URL,
+        sensitiveHeaders: Set<String>
+    ) {
         self.transport = transport
-        self.session = URLSession.shared
-        self.requestTimeout = nil
-        self.resourceTimeout = nil
+        self.session = session
+        self.requestTimeout = requestTimeout
+        self.resourceTimeout = resourceTimeout
         self.defaultDecoder = defaultDecoder
         self.defaultEncoder = defaultEncoder
         self.baseURL = baseURL
@@ -273,4 +283,17 @@ public final class NetworkConfiguration: Sendable {
     private static func normalized(_ names: Set<String>) -> Set<String> {
         Redaction.alwaysSensitiveHeaders.union(names.map { $0.lowercased() })
     }
+}
+
+/// What an initializer at the edge of Courier (Compatibility/: another library's calling convention) asks for around
+/// the clients of a configuration (``NetworkConfiguration/Settings/adaptation``), or around one request
+/// (``NetworkRequest/adaptation``): retries, a logger, response interceptors. Courier's own API sets none.
+///
+/// The core only asks it for a client to run requests through: once, when a ``NetworkClient`` is created on an
+/// adapted configuration; for an adapted request on a configuration that is not, at each call. The decorators are the
+/// adaptation's, built there, around the client's ``NetworkClient/Pipeline``; an adapted request's own wishes are
+/// read by them from the request.
+protocol ClientAdaptation: Sendable {
+    /// The client that runs requests in place of `pipeline`'s client: decorators around `pipeline`.
+    func client(around pipeline: NetworkClient.Pipeline) -> any NetworkClientProtocol
 }

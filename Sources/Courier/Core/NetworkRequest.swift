@@ -90,8 +90,8 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     public var body: RequestModel? { storedBody.map { $0 as! RequestModel } }
     /// ``body``, stored without its type. No stored property of a request depends on `RequestModel` or
     /// `ResponseModel`, so its layout is fixed: the pipeline's generic code copies a request and reads its fields
-    /// without looking up `NetworkRequest<RequestModel, ResponseModel>`'s metadata (about 2k instructions per call on
-    /// Linux, measured with callgrind). Only a `RequestModel` is ever stored, so the cast cannot fail.
+    /// without looking up `NetworkRequest<RequestModel, ResponseModel>`'s metadata in the runtime on every call. Only a
+    /// `RequestModel` is ever stored, so the cast cannot fail.
     let storedBody: (any Encodable & Sendable)?
     /// A base URL that replaces ``NetworkConfiguration/baseURL`` for this request; `nil` by default.
     public let baseURL: URL?
@@ -103,10 +103,11 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// body's `Content-Type`) when they name the same field, compared case-insensitively.
     public internal(set) var additionalHeaders: [String: String]?
     /// The time, in seconds, the request may stay idle before it fails with `URLError.timedOut`;
-    /// `nil` (the default) keeps the session's `timeoutIntervalForRequest`. On Linux, where URLSession counts whole
-    /// seconds, it is rounded up: `0.5` waits one second rather than failing at once. It must be a positive number, or
-    /// the request fails with ``NetworkClientError/invalidRequest(reason:)`` (NaN, zero and negative values);
-    /// values above ``NetworkConfiguration/maximumTimeout`` (infinity included) are lowered to it.
+    /// `nil` (the default) keeps the session's `timeoutIntervalForRequest` (over another ``HTTPTransport``,
+    /// `URLRequest`'s 60 seconds). On Linux, where URLSession counts whole seconds, it is rounded up: `0.5` waits one
+    /// second rather than failing at once. It must be a positive number, or the request fails with
+    /// ``NetworkClientError/invalidRequest(reason:)`` (NaN, zero and negative values); values above
+    /// ``NetworkConfiguration/maximumTimeout`` (infinity included) are lowered to it.
     public let timeoutInterval: TimeInterval?
     /// The most time, in seconds, the whole request may take, from sending to the last byte of the response, however
     /// steadily the server sends; `nil` (the default) keeps the session's `timeoutIntervalForResource` (7 days for
@@ -114,6 +115,11 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// is cancelled and the call throws ``NetworkClientError/transportFailed(_:)`` with `URLError.timedOut`. It must
     /// be a positive number, or the request fails with ``NetworkClientError/invalidRequest(reason:)``; values above
     /// ``NetworkConfiguration/maximumTimeout`` (infinity included) are lowered to it.
+    ///
+    /// It bounds one attempt, not the call: under ``NetworkClientProtocol/retrying(_:)`` each attempt has the whole
+    /// of it again, so a call against a silent server takes up to ``RetryPolicy/maxAttempts`` times `totalTimeout`,
+    /// plus the waits between attempts. ``RetryPolicy/totalBudget`` bounds the waits (no retry starts that would end
+    /// its wait past the budget) but never cuts an attempt under way.
     public let totalTimeout: TimeInterval?
     /// The largest response body, in bytes after decompression, this request accepts in memory; `nil` (the default)
     /// uses ``NetworkConfiguration/maximumResponseSize``. A larger body stops the transfer with
@@ -156,14 +162,21 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
     /// The credential an ``AuthenticatingClient`` put on the request, for the client at the bottom to keep to its
     /// origins; `nil` when none did.
     var credentialScope: CredentialScope?
+    /// Where the request that ``replacingURL(with:)`` made this one from was going, for the client at the bottom to
+    /// treat this one, should it go to another origin, as a cross-origin redirect from there; `nil` when it was not
+    /// made that way.
+    var replacedFrom: ReplacedOrigin?
     /// The request's own interceptors, which run in place of ``NetworkConfiguration/interceptors`` for it, in order;
     /// `nil` (the default) runs the configuration's. Set only by MicroClient 0.0.22's initializer that takes
     /// `interceptors:` (deprecated): new code changes every request with the configuration's
     /// ``NetworkConfiguration/interceptors``, and one request with its own fields (``additionalHeaders``).
     public internal(set) var interceptors: [any NetworkRequestInterceptor]?
-    /// Runs the request in place of the stack its client's configuration built (see ``RequestRunner``); `nil` (the
-    /// default) leaves it to the client. Set by the initializers that give a request a way of running of its own.
-    var runner: (any RequestRunner)?
+    /// What an initializer at the edge asks for around this request (see ``ClientAdaptation``); `nil` (the default,
+    /// and always with Courier's own initializers) leaves it to its client.
+    var adaptation: (any ClientAdaptation)?
+    /// The recorders of the decorators that want this request's ``SendReport`` (``reporting(to:)``); `nil` when none
+    /// does. Not part of what is sent.
+    var sendRecorders: SendRecorders?
 
     /// Creates a request.
     /// - Parameters:
@@ -207,8 +220,7 @@ public struct NetworkRequest<RequestModel: Encodable & Sendable, ResponseModel: 
         reconnection: StreamReconnection? = nil
     ) {
         // Inlinable, so that the caller's code, which knows `RequestModel`, stores the body without its type: the
-        // initializer compiled in Courier would look up `Optional<RequestModel>`'s metadata on every call (about 600
-        // instructions on Linux, callgrind).
+        // initializer compiled in Courier would look up `Optional<RequestModel>`'s metadata on every call.
         self.init(
             path: path, method: method, queryItems: queryItems, formItems: formItems,
             storedBody: body.map { $0 as any Encodable & Sendable }, baseURL: baseURL, decoder: decoder,

@@ -17,8 +17,15 @@ import FoundationNetworking
 ///   ``StubNetworkClient`` can serve pages.
 /// - **Cancellable:** cancelling the task that iterates cancels the page in flight (`CancellationError`).
 /// - **Ends:** when there is no next page, or with an error: the page's own (``NetworkClientError``, thrown by the
-///   iteration) or a ``PaginationError`` for a next page that repeats one already served (a loop) or a `Link` to
-///   another origin that is not allowed. After an error, the sequence ends.
+///   iteration), a ``PaginationError`` for a next page that repeats one already served (a loop) or a `Link` that is
+///   refused (another origin that is not allowed, a scheme other than `http` or `https`), or what the `next` closure
+///   threw. Every page that arrived is delivered first: an error about the next page is thrown by the step after the
+///   page that led to it. After an error, the sequence ends.
+/// - **Secrets stay home:** a next page on another origin (a `Link` followed with `allowingOtherOrigins: true`, or a
+///   request made by ``NetworkRequest/replacingURL(with:)``) goes there as a cross-origin redirect would: without the
+///   configuration's ``NetworkConfiguration/sensitiveHeaders`` (`Authorization`, `Cookie` and `Proxy-Authorization`
+///   among them), whether the request or an interceptor set them, and without an ``AuthenticatingClient``'s
+///   credential unless it names that origin.
 public struct Pages<RequestModel: Encodable & Sendable, Page: Decodable & Sendable>: AsyncSequence, Sendable {
     let client: any NetworkClientProtocol
     let first: NetworkRequest<RequestModel, Page>
@@ -33,6 +40,8 @@ public struct Pages<RequestModel: Encodable & Sendable, Page: Decodable & Sendab
     public struct Iterator: AsyncIteratorProtocol {
         private let pages: Pages
         private var upcoming: NetworkRequest<RequestModel, Page>?
+        /// Why there is no next page, when the last page's `next` threw: thrown once that page was delivered.
+        private var ending: (any Error)?
         /// The URLs of the pages served so far, to end a loop.
         private var seen: Set<String> = []
 
@@ -43,9 +52,14 @@ public struct Pages<RequestModel: Encodable & Sendable, Page: Decodable & Sendab
 
         /// Requests the next page; `nil` once there is none.
         ///
-        /// - Throws: What the client throws for the page; ``PaginationError`` for a loop or a refused `Link`;
-        ///   `CancellationError` when the task is cancelled. The sequence ends after an error.
+        /// - Throws: What the client throws for the page; ``PaginationError`` for a loop or a refused `Link`, or what
+        ///   `next` threw, at the step after the page it was about; `CancellationError` when the task is cancelled.
+        ///   The sequence ends after an error.
         public mutating func next() async throws -> NetworkResponse<Page>? {
+            if let ending {
+                self.ending = nil
+                throw ending
+            }
             guard let request = upcoming else { return nil }
             upcoming = nil
             // A link back to a page already served is refused before it is sent.
@@ -63,7 +77,12 @@ public struct Pages<RequestModel: Encodable & Sendable, Page: Decodable & Sendab
                     throw PaginationError.repeatedPage(url: Redaction.url(url))
                 }
             }
-            upcoming = try pages.next(response)
+            // A page that arrived is delivered, whatever its next link: a refused one ends the pages after it.
+            do {
+                upcoming = try pages.next(response)
+            } catch {
+                ending = error
+            }
             return response
         }
     }
@@ -104,8 +123,9 @@ extension NetworkClientProtocol {
     /// }
     /// ```
     ///
-    /// For an absolute `next_url` in the body, `next` returns `request.replacingURL(with: url)`. A request to another
-    /// origin does not carry an ``AuthenticatingClient``'s credential, whatever `next` returns.
+    /// For an absolute `next_url` in the body, `next` returns `request.replacingURL(with: url)`, which keeps secrets
+    /// off another origin as a cross-origin redirect does (see ``NetworkRequest/replacingURL(with:)``). A request to
+    /// another origin does not carry an ``AuthenticatingClient``'s credential, whatever `next` returns.
     /// - Parameters:
     ///   - request: The first page's request.
     ///   - next: Returns the request of the page after the given one, or `nil` to end. What it throws ends the
@@ -127,9 +147,11 @@ extension NetworkClientProtocol {
     /// - Parameters:
     ///   - request: The first page's request.
     ///   - allowingOtherOrigins: Whether a link to another origin than the first page's is followed; `false` by
-    ///     default, and such a link ends the sequence with ``PaginationError/linkToOtherOrigin(origin:)``. When it is
-    ///     followed, the request goes without an ``AuthenticatingClient``'s credential and without the
-    ///     `Authorization`, `Proxy-Authorization` and `Cookie` fields of its own headers.
+    ///     default, and such a link ends the sequence with ``PaginationError/linkToOtherOrigin(origin:)`` after the
+    ///     page that carried it. When it is followed, the request goes there as a cross-origin redirect would:
+    ///     without the configuration's ``NetworkConfiguration/sensitiveHeaders`` (`Authorization`, `Cookie` and
+    ///     `Proxy-Authorization` among them), whether the request or an interceptor set them, and with an
+    ///     ``AuthenticatingClient``'s credential only if it names that origin.
     /// - Returns: A lazy ``Pages`` sequence.
     public func pages<RequestModel, Page>(
         of request: NetworkRequest<RequestModel, Page>, allowingOtherOrigins: Bool = false
@@ -148,15 +170,9 @@ extension NetworkClientProtocol {
             let scheme = url.scheme?.lowercased() ?? ""
             guard scheme == "http" || scheme == "https" else { throw PaginationError.unsupportedLink(scheme: scheme) }
             guard let there = Origin.of(url) else { throw PaginationError.unsupportedLink(scheme: scheme) }
-            var next = request.replacingURL(with: url)
-            if there != home {
-                guard allowingOtherOrigins else { throw PaginationError.linkToOtherOrigin(origin: there) }
-                // The credential fields Courier always treats as secrets stay off the other origin.
-                next.additionalHeaders = next.additionalHeaders?.filter {
-                    !Redaction.alwaysSensitiveHeaders.contains($0.key.lowercased())
-                }
-            }
-            return next
+            guard there == home || allowingOtherOrigins else { throw PaginationError.linkToOtherOrigin(origin: there) }
+            // On another origin, the client keeps the secrets off it: the request continues the first one's origin.
+            return request.replacingURL(with: url)
         }
     }
 }
@@ -165,8 +181,12 @@ extension NetworkRequest {
     /// This request sent to `url` exactly: the same method, body, headers, coders, timeouts, limits and options,
     /// with `url` as its ``baseURL`` and no ``path`` or ``queryItems`` of its own (so `url`'s query is kept as it is).
     ///
-    /// For an absolute next-page URL from a response body. The origin rules still hold: a credential of an
-    /// ``AuthenticatingClient`` is not sent to another origin.
+    /// For an absolute next-page URL from a response body. Should `url` be on another origin than this request's
+    /// (its ``baseURL``, else the configuration's), the new request goes there as a cross-origin redirect would:
+    /// Courier's client removes the configuration's ``NetworkConfiguration/sensitiveHeaders`` (`Authorization`,
+    /// `Cookie` and `Proxy-Authorization` among them) once the interceptors ran, whoever set them, and an
+    /// ``AuthenticatingClient``'s credential goes only to the origins it names. Replacing the URL again keeps the
+    /// first request's origin as the one to compare with.
     /// - Parameter url: The absolute URL to send the request to.
     /// - Returns: The new request.
     public func replacingURL(with url: URL) -> NetworkRequest {
@@ -179,8 +199,26 @@ extension NetworkRequest {
             reconnection: reconnection)
         copy.credentialScope = credentialScope
         copy.interceptors = interceptors
-        copy.runner = runner
+        copy.adaptation = adaptation
+        copy.sendRecorders = sendRecorders
+        copy.replacedFrom = replacedFrom ?? baseURL.flatMap(Origin.of).map(ReplacedOrigin.origin) ?? .configured
         return copy
+    }
+}
+
+/// The origin a request made by ``NetworkRequest/replacingURL(with:)`` continues from.
+enum ReplacedOrigin: Sendable, Hashable {
+    /// The base URL of the configuration of the client that runs it.
+    case configured
+    /// This origin (`scheme://host:port`, as ``Origin/of(_:)`` writes it).
+    case origin(String)
+
+    /// The origin, with `configured` standing for the configuration's.
+    func resolved(configured: String?) -> String? {
+        switch self {
+        case .configured: return configured
+        case .origin(let origin): return origin
+        }
     }
 }
 

@@ -16,6 +16,17 @@ enum Redirects {
         followedStatuses.contains(head.statusCode) && head.value(forHTTPHeaderField: "Location") != nil
     }
 
+    /// The one rule that keeps secrets on their origin: the names among `fields` to remove from a request that goes
+    /// from `origin` to `target`, another origin (scheme, host or port): those in `sensitiveHeaders` (lowercased).
+    /// None when the origins are the same, or when `origin` is unknown. What a cross-origin redirect, and a request
+    /// that continues a response on another origin (``NetworkRequest/replacingURL(with:)``), must not carry.
+    static func withheldHeaders(
+        among fields: some Sequence<String>, sensitiveHeaders: Set<String>, from origin: String?, to target: URL?
+    ) -> [String] {
+        guard let origin, target.flatMap(Origin.of) != origin else { return [] }
+        return fields.filter { sensitiveHeaders.contains($0.lowercased()) }
+    }
+
     /// The header fields that describe a body, removed when a redirect drops it (RFC 9110, 15.4).
     static let bodyHeaders = [
         "Content-Type", "Content-Length", "Content-Encoding", "Content-Language",
@@ -92,11 +103,11 @@ struct RedirectState: Sendable {
             throw NetworkClientError.redirectRefused(
                 reason: "a \(head.statusCode) redirect must resend the body, and a streamed body cannot be sent again")
         }
-        if let from = sent.request.url.flatMap(Origin.of), Origin.of(target) != from {
-            for name in (next.request.allHTTPHeaderFields ?? [:]).keys
-            where sensitiveHeaders.contains(name.lowercased()) {
-                next.request.setValue(nil, forHTTPHeaderField: name)
-            }
+        for name in Redirects.withheldHeaders(
+            among: (next.request.allHTTPHeaderFields ?? [:]).keys, sensitiveHeaders: sensitiveHeaders,
+            from: sent.request.url.flatMap(Origin.of), to: target)
+        {
+            next.request.setValue(nil, forHTTPHeaderField: name)
         }
         return next
     }

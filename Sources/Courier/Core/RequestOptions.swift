@@ -72,3 +72,17 @@ struct CredentialScope: Sendable, Hashable {
         lhs.hash == rhs.hash && lhs.headerNames == rhs.headerNames && lhs.additionalOrigins == rhs.additionalOrigins
     }
 }
+
+extension CredentialScope {
+    /// Whether the credential may go to `origin` (see ``Origin/of(_:)``): the origin of the configured base URL,
+    /// `configured`, or one the authenticating client names. An unknown origin never may.
+    func allows(_ origin: String?, configured: String?) -> Bool {
+        guard let origin else { return false }
+        return origin == configured || additionalOrigins.contains(origin)
+    }
+
+    /// Whether the header field `name`, in any case, is one of the credential's.
+    func covers(_ name: String) -> Bool {
+        headerNames.contains(name.lowercased())
+    }
+}

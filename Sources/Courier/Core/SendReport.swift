@@ -4,148 +4,175 @@ import Foundation
 import FoundationNetworking
 #endif
 
-// How the decorators learn what the client at the bottom of a stack did, whatever their order and whatever
-// decorators sit between: the bottom client reports what it sent to every `SendReportListener` of the task that ran
-// it. A listener is a task-local value, so it reaches the bottom client through any decorator that calls the next
-// client's `run` in the same task or a child task, Courier's and the ones users write alike; no decorator has to
-// find another by downcasting. `DeduplicatingClient`, whose shared call runs in a task of its own, hands the report
-// of that call to every waiter's listeners.
+/// What the client at the bottom of a stack sent for one attempt of a request: the request as it went out, which of
+/// its header fields are secrets, and where it went.
+///
+/// A decorator reads it from a ``SendRecorder`` that it puts on the request it forwards
+/// (``NetworkRequest/reporting(to:)``): the client at the bottom (``NetworkClient``, ``StubNetworkClient``) hands its
+/// report to every recorder the request carries, before it sends. The report reaches a decorator through any
+/// decorator between it and the bottom that forwards the request it was given, changed or not, in the same task or
+/// another; ``DeduplicatingClient`` hands the report of a shared call to each caller's recorders. Courier's
+/// ``LoggingClient`` redacts with it and ``AuthenticatingClient`` reads ``credentialWithheld`` from it; yours can do
+/// the same:
+///
+/// ```swift
+/// let recorder = SendRecorder()
+/// let response = try await wrapped.run(networkRequest.reporting(to: recorder))
+/// let sent = recorder.lastReport  // nil when the client at the bottom reported nothing
+/// ```
+///
+/// A report is made only for a request that carries a recorder, so a stack without one pays nothing for it.
+public final class SendReport: Sendable {
+    /// The request handed to the transport: its URL, method and every header field after the interceptors, with a
+    /// credential applied or withheld, and its `httpBody` when the body was in memory. `nil` when the call failed
+    /// before the request was built or intercepted (nothing was sent), or when the client at the bottom does not
+    /// build one (``StubNetworkClient``).
+    public let request: URLRequest?
+    /// The base URL the request was built on: the request's own ``NetworkRequest/baseURL``, or the configuration's.
+    public let baseURL: URL?
+    /// Whether the credential of an ``AuthenticatingClient`` was removed from the request because it went to another
+    /// origin than the configured base URL's or those the authenticating client names: the server never saw it.
+    public let credentialWithheld: Bool
 
-/// What the client at the bottom of a stack sent for one attempt of a request.
-// A class: it is handed to every listener of a stack and read by each, so it is shared, not copied.
-final class SendReport: Sendable {
-    /// The request sent, after the interceptors and with the credential applied or withheld; `nil` when the request
-    /// failed before it was built.
-    let request: URLRequest?
-    /// The header fields and body to tell when there is no `request`: the request's own (or, for the stub, what it
-    /// recorded).
-    let unsentHeaders: [String: String]
-    let unsentBody: Data?
-    /// The configuration's sensitive headers, lowercased.
+    /// The header fields told when there is no ``request``.
+    private let givenHeaders: [String: String]?
+    private let givenBody: Data?
+    /// Lowercased: the configuration's sensitive header names (or the ones given to the public initializer).
     let configuredSensitiveHeaders: Set<String>
-    /// The credential's header fields, lowercased; empty without one.
+    /// Lowercased: the credential's header fields; kept apart so that the union is made only when it is read.
     let credentialHeaders: Set<String>
-    /// The base URL the request was built on (the configuration's, or the request's own override).
+    /// ``baseURL`` as Courier parses a base URL.
     let base: BaseURL?
-    /// Identifies `base` when it is a configuration's, so that a logger redacts it once: the configuration.
+    /// Identifies ``base`` when it is a configuration's (the configuration's identity), so that a logger redacts a
+    /// client's base URL once rather than on every line.
     let baseKey: ObjectIdentifier?
-    /// Whether an ``AuthenticatingClient``'s credential was removed because the request went to another origin.
-    let credentialWithheld: Bool
+
+    /// Creates a report, for a client at the bottom of a stack of your own (a test double), so that decorators above
+    /// it redact and decide as they do over ``NetworkClient``.
+    /// - Parameters:
+    ///   - request: The request as sent; `nil` when none was built.
+    ///   - headers: The header fields sent; `nil` (the default) takes `request`'s.
+    ///   - body: The body sent when it was in memory; `nil` (the default) takes `request`'s `httpBody`.
+    ///   - sensitiveHeaders: The names of the header fields whose values are secrets, in any case; `Authorization`,
+    ///     `Cookie` and `Proxy-Authorization` are always added. Empty by default.
+    ///   - baseURL: The base URL the request was built on; `nil` by default.
+    ///   - credentialWithheld: Whether a credential was removed because the request went to another origin; `false`
+    ///     by default.
+    public convenience init(
+        request: URLRequest?, headers: [String: String]? = nil, body: Data? = nil, sensitiveHeaders: Set<String> = [],
+        baseURL: URL? = nil, credentialWithheld: Bool = false
+    ) {
+        self.init(
+            request: request, headers: headers, body: body,
+            configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders.union(
+                sensitiveHeaders.map { $0.lowercased() }),
+            base: baseURL.map(BaseURL.init), credentialWithheld: credentialWithheld)
+    }
 
     init(
-        request: URLRequest?, unsentHeaders: [String: String] = [:], unsentBody: Data? = nil,
+        request: URLRequest?, headers: [String: String]? = nil, body: Data? = nil,
         configuredSensitiveHeaders: Set<String>, credentialHeaders: Set<String> = [], base: BaseURL?,
         baseKey: ObjectIdentifier? = nil, credentialWithheld: Bool = false
     ) {
         self.request = request
-        self.unsentHeaders = unsentHeaders
-        self.unsentBody = unsentBody
+        self.givenHeaders = headers
+        self.givenBody = body
         self.configuredSensitiveHeaders = configuredSensitiveHeaders
         self.credentialHeaders = credentialHeaders
         self.base = base
+        self.baseURL = base?.url
         self.baseKey = baseKey
         self.credentialWithheld = credentialWithheld
     }
 
-    /// The header fields sent. Read only when needed (a debug log line): corelibs builds the dictionary anew.
-    var headers: [String: String] { request?.allHTTPHeaderFields ?? unsentHeaders }
+    /// The header fields sent: ``request``'s (after the interceptors and the credential), or, when nothing was sent,
+    /// the request's own. Each read builds the dictionary anew: read it once.
+    public var headers: [String: String] { givenHeaders ?? request?.allHTTPHeaderFields ?? [:] }
+
     /// The body sent, when it was in memory; `nil` for none or for a body streamed from a file.
-    var body: Data? { request?.httpBody ?? unsentBody }
-    /// Lowercased names of the header fields that are secrets: the configuration's sensitive headers and the
-    /// credential's fields.
-    var sensitiveHeaders: Set<String> {
+    public var body: Data? { givenBody ?? request?.httpBody }
+
+    /// The lowercased names of the header fields whose values are secrets: `authorization`, `cookie`,
+    /// `proxy-authorization`, the configuration's ``NetworkConfiguration/sensitiveHeaders``, and the fields of an
+    /// ``AuthenticatingClient``'s credential. Redact these wherever you write what was sent.
+    public var sensitiveHeaders: Set<String> {
         credentialHeaders.isEmpty ? configuredSensitiveHeaders : configuredSensitiveHeaders.union(credentialHeaders)
     }
 }
 
-/// Receives the ``SendReport`` of the calls made while it is ``current``: the last attempt's report wins.
+/// Keeps the ``SendReport`` of each attempt of the requests that carry it (``NetworkRequest/reporting(to:)``): the
+/// last one wins, as the last attempt is the one whose outcome the caller gets.
 ///
-/// A value over one shared, locked state: a listener is made per call by each listening decorator, and a class of
-/// its own beside the lock's storage was one allocation more each time.
-struct SendReportListener: Sendable {
-    private struct State: Sendable {
-        /// The listener of an enclosing decorator, which receives the same reports.
-        let parent: SendReportListener?
-        var received: SendReport?
+/// Make one per call, put it on the request you forward, and read ``lastReport`` once the call returned or threw:
+///
+/// ```swift
+/// let recorder = SendRecorder()
+/// do {
+///     let response = try await wrapped.run(networkRequest.reporting(to: recorder))
+///     note(recorder.lastReport, response.statusCode)
+///     return response
+/// } catch {
+///     note(recorder.lastReport, nil)
+///     throw error
+/// }
+/// ```
+public final class SendRecorder: Sendable {
+    private let received = Locked<SendReport?>(nil)
+
+    /// Creates a recorder with no report.
+    public init() {}
+
+    /// The report of the last attempt; `nil` when none arrived: the client at the bottom reports nothing (a test
+    /// double of your own that does not call ``NetworkRequest/report(_:)``), or the call ended before it reached
+    /// the bottom (a cancellation while it waited in a queue, an error of a decorator).
+    public var lastReport: SendReport? {
+        received.withLock { $0 }
     }
 
-    private let state: Locked<State>
-
-    /// The innermost listener of the running task; `nil` when no decorator listens.
-    @TaskLocal static var current: SendReportListener?
-
-    init(parent: SendReportListener?) {
-        state = Locked(State(parent: parent))
-    }
-
-    /// The last report received; `nil` when the client at the bottom reported nothing (a test double of your own,
-    /// or a failure before anything was built).
-    var report: SendReport? {
-        state.withLock { $0.received }
-    }
-
-    /// Hands `report` to `listener` and every enclosing one.
-    static func deliver(_ report: SendReport, to listener: SendReportListener?) {
-        var next = listener
-        while let listener = next {
-            next = listener.state.withLock { state in
-                state.received = report
-                return state.parent
-            }
-        }
-    }
-
-    /// Runs `operation` with a new listener inside the current one, and returns its outcome with what was reported.
-    static func listening<T: Sendable>(
-        _ operation: () async throws -> T
-    ) async -> (result: Result<T, any Error>, report: SendReport?) {
-        let listener = SendReportListener(parent: current)
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await $current.withValue(listener) { try await operation() })
-        } catch {
-            result = .failure(error)
-        }
-        return (result, listener.report)
+    fileprivate func receive(_ report: SendReport) {
+        received.withLock { $0 = report }
     }
 }
 
-/// The response kind of a request that never leaves the process: the client at the bottom of a stack answers it with
-/// what a component above the stack needs of its configuration before it sends anything (the ``Outbox`` encodes and
-/// checks entries at enqueue). Decorators pass it through untouched; a test double of your own may throw for it, and
-/// the asking component then uses its defaults.
-struct ClientFacts: Decodable, Sendable {
-    /// Lowercased names of the configuration's sensitive header fields.
-    var sensitiveHeaders: Set<String>
-    /// The configuration's default encoder and decoder.
-    var encoder: JSONEncoder
-    var decoder: JSONDecoder
+/// The recorders a request carries, the last one put on first: a list whose nodes copies of the request share.
+final class SendRecorders: Sendable {
+    let recorder: SendRecorder
+    let next: SendRecorders?
 
-    init(sensitiveHeaders: Set<String>, encoder: JSONEncoder, decoder: JSONDecoder) {
-        self.sensitiveHeaders = sensitiveHeaders
-        self.encoder = encoder
-        self.decoder = decoder
-    }
-
-    /// Never decoded from a body: a client that tries fails, and the asker uses its defaults.
-    init(from decoder: any Decoder) throws {
-        throw DecodingError.dataCorrupted(
-            DecodingError.Context(codingPath: [], debugDescription: "ClientFacts are answered, never decoded."))
-    }
-
-    /// The request that asks for them.
-    static var request: NetworkRequest<VoidRequest, ClientFacts> {
-        NetworkRequest(
-            method: .get, options: RequestOptions(allowsSharing: false, sendsCredential: false, allowsRetry: false))
-    }
-
-    /// Asks `client` for the facts of the client at the bottom of its stack; `nil` if it cannot answer.
-    static func of(_ client: any NetworkClientProtocol) async -> ClientFacts? {
-        try? await client.run(request).value
+    init(_ recorder: SendRecorder, next: SendRecorders?) {
+        self.recorder = recorder
+        self.next = next
     }
 }
 
 extension NetworkRequest {
-    /// Whether this request never leaves the process (``ClientFacts``): decorators pass it straight through.
-    var isLocalQuery: Bool { ResponseModel.self == ClientFacts.self }
+    /// This request, reporting what the client at the bottom sends for it to `recorder` as well as to the recorders it
+    /// already carries (those of the decorators above yours).
+    ///
+    /// The recorders are not part of what the request sends or of its identity: ``DeduplicatingClient`` still shares
+    /// a call between requests that carry different ones, and hands each caller's recorders the shared call's
+    /// report.
+    /// - Parameter recorder: Receives the report of each attempt.
+    /// - Returns: A copy of the request that carries `recorder`.
+    public func reporting(to recorder: SendRecorder) -> NetworkRequest {
+        var copy = self
+        copy.sendRecorders = SendRecorders(recorder, next: sendRecorders)
+        return copy
+    }
+
+    /// Whether a decorator above wants the ``SendReport`` of this request: a client at the bottom of a stack may skip
+    /// building one when not.
+    public var wantsSendReport: Bool { sendRecorders != nil }
+
+    /// Hands `report` to every recorder this request carries. For a client at the bottom of a stack: ``NetworkClient``
+    /// and ``StubNetworkClient`` call it before they send; a test double of your own can call it too, so that the
+    /// decorators above it redact what it was sent as they do over ``NetworkClient``.
+    /// - Parameter report: What is sent for this attempt.
+    public func report(_ report: SendReport) {
+        var next = sendRecorders
+        while let node = next {
+            node.recorder.receive(report)
+            next = node.next
+        }
+    }
 }

@@ -115,7 +115,7 @@ extension NetworkClient {
         switch outcome {
         case .delivered, .redirected, .restarting: return nil
         case .cancelled: return CancellationError()
-        case .timedOut: return wrapped(timeout, url: url)
+        case .timedOut: return NetworkClientError.deadlinePassed(url: url)
         case .tooLarge: return NetworkClientError.responseTooLarge(limit: limit)
         case .failed(let error): return error is CancellationError ? error : wrapped(error, url: url)
         }
@@ -170,19 +170,11 @@ extension NetworkClient {
         return await exchange.end(failure)
     }
 
-    /// The one error of a passed deadline, on every transport.
-    static let timeout = URLError(
-        .timedOut,
-        userInfo: [
-            NSLocalizedDescriptionKey:
-                "the request took longer than its total timeout (totalTimeout or timeoutIntervalForResource)"
-        ])
-
-    /// `error` as the caller sees it: a ``NetworkClientError`` as it is, anything else as
-    /// ``NetworkClientError/transportFailed(_:)``, redacted here, once (URLError's user info carries the full URL,
-    /// password and query included).
+    /// `error` as the caller sees it: a ``NetworkClientError`` or a ``StreamError`` (a stream's own limit) as it is,
+    /// anything else as ``NetworkClientError/transportFailed(_:)``, redacted here, once (URLError's user info carries
+    /// the full URL, password and query included).
     static func wrapped(_ error: any Error, url: URL?) -> any Error {
-        if error is NetworkClientError || error is CancellationError { return error }
+        if error is NetworkClientError || error is CancellationError || error is StreamError { return error }
         return NetworkClientError.transportFailed(Redaction.urlError(error, url: url))
     }
 }

@@ -2,8 +2,8 @@ import Dispatch
 import Foundation
 
 /// The outcome of one piece of work that many callers wait for, each of whom may stop waiting on its own: when its
-/// task is cancelled (`CancellationError`) or its deadline passes (``NetworkClientError/transportFailed(_:)`` with
-/// `URLError.timedOut`, the error of a transfer's deadline). The work itself goes on for the others.
+/// task is cancelled (`CancellationError`) or its deadline passes (``NetworkClientError/deadlinePassed(url:)``, the
+/// error of a transfer's deadline). The work itself goes on for the others.
 final class SharedOutcome<Value: Sendable>: Sendable {
     private typealias Waiter = CheckedContinuation<Value, any Error>
 
@@ -36,7 +36,9 @@ final class SharedOutcome<Value: Sendable>: Sendable {
             defer { state.nextID += 1 }
             return state.nextID
         }
-        let timer = deadline.map { _ in DeadlineWaiter { [weak self] in self?.stopWaiting(id, with: Self.timedOut) } }
+        let timer = deadline.map { _ in
+            DeadlineWaiter { [weak self] in self?.stopWaiting(id, with: NetworkClientError.deadlinePassed(url: nil)) }
+        }
         defer { if let timer { DeadlineMonitor.shared.remove(timer) } }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: Waiter) in
@@ -57,8 +59,6 @@ final class SharedOutcome<Value: Sendable>: Sendable {
     private func stopWaiting(_ id: UInt64, with error: any Error) {
         state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(throwing: error)
     }
-
-    private static var timedOut: NetworkClientError { .transportFailed(URLError(.timedOut)) }
 }
 
 /// Runs an action when the ``DeadlineMonitor`` expires it.

@@ -42,8 +42,8 @@ final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: Netwo
     public let refreshWindow: TimeInterval
 
     // The state holds credentials as `any Sendable` (always an `Authenticator.Credential`): a type nested in this
-    // generic class would make every call look up its metadata in the runtime (about 2k instructions per request on
-    // Linux, measured with callgrind), since a decorator's `run` is never specialized.
+    // generic class would make every call look up its metadata in the runtime, since a decorator's `run` is never
+    // specialized.
     private let state = Locked(AuthenticationState())
     /// The scope of the last credential applied, and the fields it set: the same for every request until it changes.
     private let lastScope = Locked<CredentialScopeMemo?>(nil)
@@ -77,7 +77,7 @@ final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: Netwo
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        guard networkRequest.options.sendsCredential, !networkRequest.isLocalQuery else {
+        guard networkRequest.options.sendsCredential else {
             return try await wrapped.run(networkRequest)
         }
         let deadline = networkRequest.totalTimeout.map {
@@ -94,11 +94,11 @@ final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: Netwo
             sentGeneration = generation
         }
         // Only a request with its own base URL may go to another origin, where the client at the bottom withholds the
-        // credential (and says so): listen for that only then, since listening costs every request. That path and the
-        // renewal are functions of their own: the generic values they hold would make this function's frame look up
-        // their types on every call (a `Result` about 330 instructions, callgrind).
+        // credential (and says so in its report): record the report only then, since recording costs every request.
+        // That path and the renewal are functions of their own: the generic values they hold would make this
+        // function's frame look up their types on every call.
         guard networkRequest.baseURL == nil else {
-            return try await runListening(
+            return try await runRecording(
                 networkRequest, credential: credential, sentGeneration: sentGeneration, failures: failures,
                 deadline: deadline)
         }
@@ -111,22 +111,19 @@ final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: Netwo
         }
     }
 
-    /// Runs a request with a base URL of its own, listening for a credential withheld from another origin.
-    private func runListening<RequestModel, ResponseModel>(
+    /// Runs a request with a base URL of its own, recording whether the credential was withheld from another origin.
+    private func runRecording<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, credential: Authenticator.Credential,
         sentGeneration: Int, failures: Int, deadline: DispatchTime?
     ) async throws -> NetworkResponse<ResponseModel> {
-        let (result, report) = await SendReportListener.listening {
-            try await wrapped.run(authorized(networkRequest, with: credential))
-        }
-        switch result {
-        case .success(let response): return response
-        // A credential withheld from another origin was never seen by the server: nothing to renew.
-        case .failure(let error) where authenticator.isRejection(error) && report?.credentialWithheld != true:
+        let recorder = SendRecorder()
+        do {
+            return try await wrapped.run(authorized(networkRequest, with: credential).reporting(to: recorder))
+        } catch let error where authenticator.isRejection(error) && recorder.lastReport?.credentialWithheld != true {
+            // A credential withheld from another origin was never seen by the server: nothing to renew.
             return try await runRenewed(
                 networkRequest, rejected: credential, sentGeneration: sentGeneration, failures: failures,
                 deadline: deadline)
-        case .failure(let error): throw error
         }
     }
 
@@ -161,7 +158,7 @@ final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: Netwo
     private func scope(of credential: Authenticator.Credential) -> CredentialScope {
         // Unwrapped, not compared as optionals: `Optional`'s `==` pairs its operands in a tuple, a generic type the
         // runtime looks up on every call here. And cast with `as!`: `as?` makes an `Optional<Credential>`, another
-        // lookup (about 450 instructions); the memo only ever holds this client's credentials.
+        // lookup; the memo only ever holds this client's credentials.
         if let last = lastScope.withLock({ $0 }), last.credential as! Authenticator.Credential == credential {
             return last.scope
         }
@@ -205,10 +202,7 @@ final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: Netwo
             // hands its outcome to the waiters.
             Task { [authenticator, state] in
                 do {
-                    // Not the rejected caller's listeners: a refresh sent through a Courier client reports to nobody.
-                    let renewed = try await SendReportListener.$current.withValue(nil) {
-                        try await authenticator.refresh(rejected: rejected)
-                    }
+                    let renewed = try await authenticator.refresh(rejected: rejected)
                     state.withLock { state in
                         state.generation = generation + 1
                         state.latest = renewed

@@ -63,10 +63,10 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     ) async throws -> NetworkResponse<ResponseModel> {
         // A request that opts out (RequestOptions.allowsSharing) is sent on its own: so is one with interceptors, a
         // retry strategy or response interceptors of its own, whose initializers opt out, since two such requests
-        // cannot be known to be the same. Nor is a request that never leaves the process shared, nor a stream, which
-        // has one reader: each caller gets a connection of its own.
+        // cannot be known to be the same. Nor is a stream shared, which has one reader: each caller gets a connection
+        // of its own.
         guard shares(networkRequest.method), networkRequest.options.allowsSharing,
-            !networkRequest.isLocalQuery, !ResponseKinds.isStream(ResponseModel.self)
+            !ResponseKinds.isStream(ResponseModel.self)
         else {
             return try await wrapped.run(networkRequest)
         }
@@ -82,33 +82,30 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             switch role {
             case .owner(let callID):
                 // The call runs here, on this caller's task, not in a function of its own: an async generic function
-                // is one more frame and more task allocations for its generic values (about 1k instructions, callgrind).
-                // The report goes to this caller's listeners as ever, and is kept for the waiters'.
-                let collector = SendReportListener(parent: SendReportListener.current)
+                // is one more frame and more task allocations for its generic values. The bottom client's report goes
+                // to this caller's recorders as ever, and to one of this decorator's, for the waiters'.
+                let recorder = SendRecorder()
                 // No `Result` or optional of the response here: each would be one more generic type the runtime
-                // looks up on every call (about 330 instructions each on Linux), since this `run` is never
-                // specialized.
+                // looks up on every call, since this `run` is never specialized.
                 var response: NetworkResponse<ResponseModel>
                 do {
-                    response = try await SendReportListener.$current.withValue(collector) {
-                        try await wrapped.run(networkRequest)
-                    }
+                    response = try await wrapped.run(networkRequest.reporting(to: recorder))
                 } catch {
-                    try ownerFailed(networkRequest, key: key, callID: callID, error: error, report: collector.report)
+                    try ownerFailed(networkRequest, key: key, callID: callID, error: error, report: recorder.lastReport)
                 }
                 let waiters = table.withLock { $0.endCall(key, id: callID) }
                 if !waiters.isEmpty {
-                    deliver(.success(Shared(value: response)), report: collector.report, to: waiters)
+                    deliver(.success(Shared(value: response)), report: recorder.lastReport, to: waiters)
                     response.metrics.shared = true
                 }
                 return response
             case .waiter(let waiterID):
-                let listener = SendReportListener.current
+                let recorders = Self.recorders(of: networkRequest)
                 let outcome = try await withTaskCancellationHandler {
                     try await withCheckedThrowingContinuation { continuation in
                         join(
-                            key: key, waiterID: waiterID, waiter: Waiter(continuation: continuation, listener: listener)
-                        )
+                            key: key, waiterID: waiterID,
+                            waiter: Waiter(continuation: continuation, recorders: recorders))
                     }
                 } onCancel: {
                     leave(key: key, waiterID: waiterID)
@@ -125,7 +122,7 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     }
 
     /// Whether requests with `method` are shared: a `switch` for the usual two, since a `Set<HTTPMethod>` lookup hashes
-    /// the method's name (about 300 instructions, callgrind).
+    /// the method's name.
     private func shares(_ method: HTTPMethod) -> Bool {
         switch method {
         case .get: sharesGet
@@ -162,27 +159,35 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     /// Hands a call's outcome, and what the client at the bottom reported, to the callers that waited for it.
     private func deliver(_ outcome: Result<any Sendable, any Error>, report: SendReport?, to waiters: [Waiter]) {
         for waiter in waiters {
-            if let report, let listener = waiter.listener { SendReportListener.deliver(report, to: listener) }
+            if let report, let recorders = waiter.recorders { recorders(report) }
             waiter.continuation.resume(with: outcome)
         }
     }
 
+    /// What hands a shared call's report to the recorders `networkRequest` carries; `nil` when it carries none.
+    private static func recorders<RequestModel, ResponseModel>(
+        of networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) -> (@Sendable (SendReport) -> Void)? {
+        guard networkRequest.wantsSendReport else { return nil }
+        return { report in networkRequest.report(report) }
+    }
+
     /// A task that runs the call for its waiters, once the caller that ran it was cancelled. What the client at the
-    /// bottom reports goes to every waiter's listeners in `finish`.
+    /// bottom reports goes to every waiter's recorders in `finish` (and to the cancelled caller's, which no longer
+    /// read theirs).
     private func makeTask<RequestModel, ResponseModel>(
         for networkRequest: NetworkRequest<RequestModel, ResponseModel>, key: RequestKey, callID: UInt64
     ) -> Task<Void, Never> {
-        Task { [wrapped] in
-            let collector = SendReportListener(parent: nil)
+        let recorder = SendRecorder()
+        let request = networkRequest.reporting(to: recorder)
+        return Task { [wrapped] in
             let result: Result<any Sendable, any Error>
             do {
-                result = .success(
-                    try await SendReportListener.$current.withValue(collector) { try await wrapped.run(networkRequest) }
-                )
+                result = .success(try await wrapped.run(request))
             } catch {
                 result = .failure(error)
             }
-            self.finish(key: key, callID: callID, with: result, report: collector.report)
+            self.finish(key: key, callID: callID, with: result, report: recorder.lastReport)
         }
     }
 
@@ -243,8 +248,8 @@ extension DeduplicatingClient {
 
     private struct Waiter: Sendable {
         let continuation: CheckedContinuation<any Sendable, any Error>
-        /// The waiter's innermost report listener, which receives the shared call's report.
-        let listener: SendReportListener?
+        /// Hands the shared call's report to the recorders the waiter's request carries; `nil` when it carries none.
+        let recorders: (@Sendable (SendReport) -> Void)?
     }
 
     private struct Call: Sendable {
@@ -319,6 +324,8 @@ final class RequestKey: Hashable, Sendable {
         let encoder: ObjectIdentifier?
         /// The credential's scope: the same header under another scope may be sent elsewhere.
         let credentialScope: CredentialScope?
+        /// The origin a replaced URL continues from: the same request from elsewhere may go without its secrets.
+        let replacedFrom: ReplacedOrigin?
         /// The request's say: a request that opts out of the credential or of retries must not share a call that
         /// has them.
         let options: RequestOptions
@@ -326,7 +333,7 @@ final class RequestKey: Hashable, Sendable {
         /// The fields that tell requests in flight apart, not all of them: `==` compares every field, and two
         /// requests that differ only in the others (a header, a timeout, `GET` or `HEAD`) share a bucket, which
         /// costs a comparison and nothing else. Hashing every field (a header dictionary hashes each entry on its
-        /// own) cost about 1k instructions per call, the method's name about 300.
+        /// own) cost more than any collision would.
         func hash(into hasher: inout Hasher) {
             hasher.combine(path)
             hasher.combine(queryItems)
@@ -356,7 +363,7 @@ final class RequestKey: Hashable, Sendable {
             requestType: ObjectIdentifier(RequestModel.self),
             responseType: ObjectIdentifier(ResponseModel.self), decoder: request.decoder.map(ObjectIdentifier.init),
             encoder: request.encoder.map(ObjectIdentifier.init), credentialScope: request.credentialScope,
-            options: request.options)
+            replacedFrom: request.replacedFrom, options: request.options)
         hash = identity.hashValue
     }
 

@@ -148,6 +148,12 @@ public struct LogEntry: Sendable, CustomStringConvertible {
             case .tooManyRefreshes: return "tooManyRefreshes"
             }
         }
+        if let error = error as? StreamError {
+            switch error {
+            case .readerFellBehind(let limit): return "readerFellBehind(\(limit))"
+            case .gaveUpReconnecting(let attempts): return "gaveUpReconnecting(\(attempts))"
+            }
+        }
         guard let error = error as? NetworkClientError else { return String(describing: type(of: error)) }
         switch error {
         case .invalidURL: return "invalidURL"

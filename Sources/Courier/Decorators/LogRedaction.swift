@@ -21,7 +21,7 @@ public enum LogLevel: Int, Sendable, Hashable, CaseIterable {
 /// Besides the names in each set, a name is a secret when, lowercased and without `-` and `_`, it contains one of
 /// ``nameFragments``: with the default fragments `newPassword`, `password_confirmation`, `X-Api-Key`,
 /// `client-secret` and `X-Auth-Token` are all redacted, as headers, query parameters and body fields. The
-/// ``Outbox`` refuses to store the same names (see ``Outbox/init(directory:client:retryPolicy:limits:encoder:sensitiveHeaders:secrets:paused:rewrite:)``).
+/// ``Outbox`` refuses to store the same names (see ``Outbox/init(directory:client:rules:retryPolicy:limits:secrets:paused:rewrite:)``).
 public struct LogRedaction: Sendable, Hashable {
     /// More header names whose values are redacted; empty by default.
     public var headers: Set<String>
@@ -107,6 +107,28 @@ public struct LogRedaction: Sendable, Hashable {
     /// Whether a JSON or form field of this name holds a secret.
     func isSecretField(_ name: String) -> Bool {
         bodyFields.contains(name.lowercased()) || matchesFragment(name)
+    }
+
+    /// `json` (as `JSONSerialization` reads it) with the value of every field these rules call a secret, at any
+    /// depth, replaced by `replacement`; the names of those fields are added to `fields`. What ``LoggingClient`` logs
+    /// of a body, and what the ``Outbox`` refuses to store.
+    func redactingJSON(_ json: Any, with replacement: String, fields: inout [String]) -> Any {
+        if let object = json as? [String: Any] {
+            var result: [String: Any] = [:]
+            for (key, child) in object {
+                if isSecretField(key) {
+                    result[key] = replacement
+                    fields.append(key)
+                } else {
+                    result[key] = redactingJSON(child, with: replacement, fields: &fields)
+                }
+            }
+            return result
+        }
+        if let array = json as? [Any] {
+            return array.map { redactingJSON($0, with: replacement, fields: &fields) }
+        }
+        return json
     }
 }
 
@@ -292,16 +314,14 @@ struct LogRedactor: Sendable {
 
     /// `text` as it appears inside a JSON string written by common encoders (`/` escaped as `\/`).
     private static func jsonEscaped(_ text: String) -> String {
-        var result = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": result += "\\\\"
-            case "\"": result += "\\\""
-            case "/": result += "\\/"
-            default: result.unicodeScalars.append(scalar)
+        text.replacingScalars {
+            switch $0 {
+            case "\\": "\\\\"
+            case "\"": "\\\""
+            case "/": "\\/"
+            default: nil
             }
         }
-        return result
     }
 
     /// A bounded, printable prefix of a body with the named JSON or form fields redacted, and any of `secrets`
@@ -315,9 +335,9 @@ struct LogRedactor: Sendable {
         }
         if !rules.bodyFields.isEmpty || !rules.nameFragments.isEmpty {
             if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) {
-                var changed = false
-                let redactedJSON = redactJSON(json, changed: &changed)
-                if changed {
+                var redactedFields: [String] = []
+                let redactedJSON = rules.redactingJSON(json, with: Self.redacted, fields: &redactedFields)
+                if !redactedFields.isEmpty {
                     guard
                         let encoded = try? JSONSerialization.data(
                             withJSONObject: redactedJSON, options: [.sortedKeys, .fragmentsAllowed])
@@ -351,25 +371,6 @@ struct LogRedactor: Sendable {
         (scalar.value < 0x20 && scalar != "\n" && scalar != "\r" && scalar != "\t") || scalar.value == 0x7F
     }
 
-    private func redactJSON(_ value: Any, changed: inout Bool) -> Any {
-        if let object = value as? [String: Any] {
-            var result: [String: Any] = [:]
-            for (key, child) in object {
-                if rules.isSecretField(key) {
-                    result[key] = Self.redacted
-                    changed = true
-                } else {
-                    result[key] = redactJSON(child, changed: &changed)
-                }
-            }
-            return result
-        }
-        if let array = value as? [Any] {
-            return array.map { redactJSON($0, changed: &changed) }
-        }
-        return value
-    }
-
     /// A form body (`a=1&b=2`) with the named fields' values redacted; `nil` if `data` does not look like one.
     private func redactedForm(_ data: Data) -> Data? {
         guard let text = String(data: data, encoding: .utf8), !text.isEmpty,
@@ -394,15 +395,23 @@ struct LogRedactor: Sendable {
 extension StringProtocol {
     /// The text on one line: CR, LF and tab written as `\r`, `\n`, `\t`.
     var escapedForLog: String {
+        replacingScalars {
+            switch $0 {
+            case "\n": "\\n"
+            case "\r": "\\r"
+            case "\t": "\\t"
+            default: nil
+            }
+        }
+    }
+
+    /// The text with each Unicode scalar for which `replacement` returns text replaced by that text: the one loop
+    /// behind the escapes of log lines, JSON strings and multipart names.
+    func replacingScalars(_ replacement: (Unicode.Scalar) -> String?) -> String {
         var result = ""
         result.reserveCapacity(utf8.count)
         for scalar in unicodeScalars {
-            switch scalar {
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default: result.unicodeScalars.append(scalar)
-            }
+            if let text = replacement(scalar) { result += text } else { result.unicodeScalars.append(scalar) }
         }
         return result
     }

@@ -18,11 +18,11 @@ import FoundationNetworking
 /// those the request carried, also JSON-escaped or percent-encoded (a server that echoes a token).
 ///
 /// This holds wherever the logger sits in a stack of decorators, including decorators you write: the client at the
-/// bottom of the stack reports what it sent (the final headers and body, and which header names are secrets) to the
-/// loggers above it through a task-local value, so the logger never has to find the configuration. A request the
-/// bottom client did not report (a test double of your own, or a call cancelled before it was sent) is logged from the
-/// request itself, and then only the values of headers that are never secrets (`Accept`, `Content-Type`,
-/// `User-Agent` and the like) are shown: the configuration's sensitive names are not known.
+/// bottom of the stack reports what it sent (the final headers and body, and which header names are secrets) in a
+/// ``SendReport`` to the ``SendRecorder`` the logger puts on the request, so the logger never has to find the
+/// configuration. A request the bottom client did not report (a test double of your own, or a call cancelled before it
+/// was sent) is logged from the request itself, and then only the values of headers that are never secrets
+/// (`Accept`, `Content-Type`, `User-Agent` and the like) are shown: the configuration's sensitive names are not known.
 ///
 /// Courier takes no logging dependency: forward entries to swift-log or `os.Logger` in the sink:
 ///
@@ -88,15 +88,11 @@ final class LoggingDecorator: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        if networkRequest.isLocalQuery { return try await wrapped.run(networkRequest) }
         let start = now()
-        // Written out rather than through SendReportListener.listening: this runs for every request.
-        let listener = SendReportListener(parent: SendReportListener.current)
+        let recorder = SendRecorder()
         do {
-            let response = try await SendReportListener.$current.withValue(listener) {
-                try await wrapped.run(networkRequest)
-            }
-            let report = listener.report
+            let response = try await wrapped.run(networkRequest.reporting(to: recorder))
+            let report = recorder.lastReport
             let head = response.response as? HTTPURLResponse
             guard let source = ResponseKinds.streamSource(of: response.value) else {
                 log(
@@ -118,7 +114,7 @@ final class LoggingDecorator: NetworkClientProtocol {
             }
             return response
         } catch {
-            let report = listener.report
+            let report = recorder.lastReport
             switch error {
             case NetworkClientError.unacceptableStatusCode(let status, let response, let data):
                 log(

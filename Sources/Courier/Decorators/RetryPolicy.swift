@@ -137,6 +137,49 @@ public struct RetryPolicy: Sendable {
     }
 }
 
+extension RetryPolicy {
+    /// Where the retry layers apply these rules differently: ``RetryingClient`` retries for a caller that waits,
+    /// the ``Outbox`` for entries that nobody waits for.
+    struct Layer: Sendable {
+        /// Whether a failed interceptor (often a token refresh while offline) is retried after the backoff.
+        var retriesInterceptorFailures: Bool
+        /// Whether the backoff is the least wait, however long a `Retry-After` asks for: `Retry-After: 0` or a date in
+        /// the past still waits it, and a wait above ``maxDelay`` is waited for. Otherwise the server's wait is taken
+        /// as it is, and one above ``maxDelay`` ends the retries.
+        var backoffIsTheLeastWait: Bool
+
+        /// ``RetryingClient``'s: the caller of `run` is waiting.
+        static let caller = Layer(retriesInterceptorFailures: false, backoffIsTheLeastWait: false)
+    }
+
+    /// The wait before the attempt after attempt `attempt` (1 for the first) failed with `error`, by these rules as
+    /// `layer` applies them; `nil` when the failure is not retried. The attempt count and the time budget are the
+    /// caller's to check.
+    func delay(
+        after error: any Error, attempt: Int, layer: Layer, environment: RetryEnvironment
+    ) async -> TimeInterval? {
+        let backoff = { environment.random(0...backoffCeiling(afterAttempt: attempt)) }
+        if layer.retriesInterceptorFailures, case .interceptorFailed? = error as? NetworkClientError {
+            return backoff()
+        }
+        switch verdict(for: error, now: environment.now()) {
+        case .never:
+            return nil
+        case .retry(let retryAfter?):
+            // The server may lengthen the wait, never shorten it: `Retry-After: 0`, or an HTTP-date in the past (clock
+            // skew), would otherwise retry at once, for ever (34,000 requests in 10 s from 4 outbox entries).
+            if layer.backoffIsTheLeastWait { return max(retryAfter, backoff()) }
+            // The server asked for longer than the caller is willing to wait: its answer is the outcome.
+            return retryAfter <= maxDelay ? retryAfter : nil
+        case .retry(nil):
+            return backoff()
+        case .askPredicate:
+            guard let shouldRetry, await shouldRetry(error, attempt) else { return nil }
+            return backoff()
+        }
+    }
+}
+
 /// Reading a `Retry-After` header (RFC 9110, 10.2.3).
 enum RetryAfter {
     /// The wait the header asks for, in seconds (`0` for a date in the past); `nil` if it is neither delta-seconds
@@ -147,19 +190,8 @@ enum RetryAfter {
             // Digits only: a huge number is simply "longer than any maxDelay".
             return TimeInterval(text) ?? .infinity
         }
-        guard let date = httpDate(text) else { return nil }
-        return max(0, date.timeIntervalSince(now))
-    }
-
-    /// IMF-fixdate, and the obsolete RFC 850 and asctime forms that recipients must accept.
-    static func httpDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
+        // The HTTP-date parser the cache uses: the three exact forms RFC 9110 names, and nothing looser.
+        guard let date = HTTPDate.parse(text) else { return nil }
+        return max(0, date - now.timeIntervalSince1970)
     }
 }

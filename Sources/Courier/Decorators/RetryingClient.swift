@@ -65,20 +65,10 @@ final class RetryingDecorator: NetworkClientProtocol {
             } catch {
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
                 guard attempt < policy.maxAttempts else { throw error }
-                let delay: TimeInterval
-                switch policy.verdict(for: error, now: environment.now()) {
-                case .never:
-                    throw error
-                case .retry(let retryAfter?):
-                    // The server asked for longer than we are willing to wait: its answer is the outcome.
-                    guard retryAfter <= policy.maxDelay else { throw error }
-                    delay = retryAfter
-                case .retry(nil):
-                    delay = environment.random(0...policy.backoffCeiling(afterAttempt: attempt))
-                case .askPredicate:
-                    guard let shouldRetry = policy.shouldRetry, await shouldRetry(error, attempt) else { throw error }
-                    delay = environment.random(0...policy.backoffCeiling(afterAttempt: attempt))
-                }
+                guard
+                    let delay = await policy.delay(
+                        after: error, attempt: attempt, layer: .caller, environment: environment)
+                else { throw error }
                 if let budget = policy.totalBudget, let start,
                     environment.now().timeIntervalSince(start) + delay > budget
                 {
@@ -93,7 +83,8 @@ final class RetryingDecorator: NetworkClientProtocol {
     }
 }
 
-/// The clock, sleep and random source of a ``RetryingClient``; tests inject their own so nothing really waits.
+/// The clock, sleep and random source of a ``RetryingClient`` and of a stream's reconnections
+/// (``StreamReconnection``); tests inject their own so nothing really waits.
 struct RetryEnvironment: Sendable {
     /// Waits `seconds`; throws `CancellationError` at once if the task is cancelled.
     var sleep: @Sendable (_ seconds: TimeInterval) async throws -> Void
@@ -113,6 +104,11 @@ struct RetryEnvironment: Sendable {
         now: { Date() },
         random: { range in range.upperBound > range.lowerBound ? Double.random(in: range) : range.lowerBound },
         uptime: { ProcessInfo.processInfo.systemUptime })
+
+    /// Seconds on the monotonic clock, or on `now` when there is none (virtual time in tests).
+    func monotonicSeconds() -> TimeInterval {
+        uptime?() ?? now().timeIntervalSinceReferenceDate
+    }
 }
 
 extension NetworkClientProtocol {

@@ -59,7 +59,6 @@ public final class SequentialClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        if networkRequest.isLocalQuery { return try await wrapped.run(networkRequest) }
         let isBarrier = !policy.concurrentMethods.contains(networkRequest.method)
         try await waitForTurn(isBarrier: isBarrier)
         defer { release(isBarrier: isBarrier) }

@@ -74,7 +74,6 @@ public final class ThrottledClient: NetworkClientProtocol {
     public func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        if networkRequest.isLocalQuery { return try await wrapped.run(networkRequest) }
         let origin = networkRequest.baseURL.flatMap(Origin.of) ?? ""
         try await gate.enter(origin: origin)
         defer { gate.leave() }

@@ -9,7 +9,8 @@ import FoundationNetworking
 // body. Streams (`ServerSentEvents`, `JSONLines`, `ByteStream`) add theirs in `StreamResponseKind`. `NetworkClient`, the outbox's
 // results and the stub ask `ResponseKinds` and nothing else. A response type that conforms to nothing is JSON.
 
-/// The statuses that count as success when neither the request nor the configuration names any: `200..<300`.
+/// The statuses that count as success when neither the request nor the configuration names any: `200..<300`. The one
+/// place of that rule; ``NetworkConfiguration/defaultAcceptableStatusCodes`` is the same statuses as a set.
 let defaultAcceptableStatusCodes = 200..<300
 
 /// The `Accept` header field of a request whose response kind names none.
@@ -112,17 +113,10 @@ extension DownloadedFile: ResponseKind {
     }
 }
 
-/// The answer to a ``ClientFacts`` query is never decoded from a body.
-extension ClientFacts: ResponseKind {
-    static func decoded(from data: Data, decoder: JSONDecoder) throws(NetworkClientError) -> ClientFacts {
-        throw .invalidRequest(reason: "client facts are answered by the client at the bottom of a stack")
-    }
-}
-
 /// The one lookup of a response's kind.
 enum ResponseKinds {
     /// What a response type is, looked up once per call and handed along: each dynamic cast to a protocol is a
-    /// conformance lookup (about 400 instructions on Linux), and a call asked several times.
+    /// conformance lookup, and a call asked several times.
     struct Facts: Sendable {
         /// The type's rules, or `nil` for JSON.
         let kind: (any ResponseKind.Type)?

@@ -9,7 +9,9 @@ import FoundationNetworking
 /// result goes to the handler registered for its kind, also after a restart.
 ///
 /// ```swift
-/// let outbox = try Outbox(directory: supportDirectory.appendingPathComponent("outbox"), client: client)
+/// let outbox = try Outbox(
+///     directory: supportDirectory.appendingPathComponent("outbox"), client: client,
+///     rules: Outbox.Rules(configuration))
 /// outbox.onResult(kind: "createPost", as: Post.self) { entry, result in
 ///     if case .success(let response) = result { try await store.save(response.value) }
 /// }
@@ -28,11 +30,14 @@ import FoundationNetworking
 ///   while an earlier one is retried, and until the earlier one's handler (if one is registered) has run. Different
 ///   keys run concurrently, up to ``Limits/maximumConcurrentSends``.
 /// - **No secret on disk**: a request that carries one is refused at enqueue: `Authorization`, `Proxy-Authorization`,
-///   `Cookie`, the configuration's sensitive headers, URL user info, and any header, query parameter, form field or
-///   JSON body field whose name the ``secrets`` rules call a secret (the same rules as ``LoggingClient``:
+///   `Cookie`, the ``Rules/sensitiveHeaders`` (the configuration's), URL user info, and any header, query
+///   parameter, form field or JSON body field whose name the ``secrets`` rules call a secret (the same rules as
+///   ``LoggingClient``:
 ///   `*password*`, `*secret*`, `*token*`, `*apikey*` by default). The wrapped client adds credentials at send time.
 ///   Stored responses keep no `Set-Cookie` nor secret-named header either; a stored response *body* is kept as the
 ///   server sent it, for the handler.
+/// - **Nothing but its entries through `run`**: the outbox takes the configuration's rules as ``Rules``, so a
+///   decorator of yours under it (counting, throttling, logging) sees exactly the requests that are sent.
 /// - **One retry layer**: the outbox retries its entries itself; what it sends carries
 ///   ``RequestOptions/allowsRetry`` `false`, so a ``RetryingClient`` in the client's stack sends each attempt once.
 /// - **Bounded**: ``Limits`` caps entries, bytes and the body size; beyond them `enqueue` throws and stores nothing.
@@ -44,49 +49,6 @@ import FoundationNetworking
 public final class Outbox: Sendable {
     /// The header every attempt of an entry carries: a UUID chosen at enqueue, or the request's own value.
     public static let idempotencyHeader = "Idempotency-Key"
-
-    /// The bounds of an ``Outbox``.
-    public struct Limits: Sendable {
-        /// The most entries kept at once, waiting to be sent or for their handler; `10_000` by default.
-        public var maximumEntries: Int
-        /// The most bytes kept at once (stored requests and results); `64 MiB` by default.
-        public var maximumBytes: Int
-        /// The largest encoded body one entry may have; `4 MiB` by default.
-        public var maximumBodySize: Int
-        /// How long, in seconds, an entry may keep being retried after it was enqueued; `nil` (the default) for no
-        /// limit. A retry that would start later fails the entry with its last error. An enqueue time later than
-        /// the clock's (a clock that was ahead) counts as now, and within a process age is measured with a monotonic
-        /// clock, so setting the wall clock neither stops nor speeds it.
-        public var maximumAge: TimeInterval?
-        /// How long, in seconds, a result waits for a handler of its kind before it is dropped; 7 days by default.
-        public var resultRetention: TimeInterval
-        /// How many ordering keys may send at the same time; `4` by default.
-        public var maximumConcurrentSends: Int
-
-        /// Creates limits; every parameter has the default described on its property.
-        /// - Parameters:
-        ///   - maximumEntries: The most entries kept; `10_000` by default.
-        ///   - maximumBytes: The most bytes kept; 64 MiB by default.
-        ///   - maximumBodySize: The largest body of one entry; 4 MiB by default.
-        ///   - maximumAge: How long an entry may be retried, in seconds; `nil` (no limit) by default.
-        ///   - resultRetention: How long a result waits for a handler, in seconds; 7 days by default.
-        ///   - maximumConcurrentSends: How many ordering keys send at once; `4` by default.
-        public init(
-            maximumEntries: Int = 10_000,
-            maximumBytes: Int = 64 * 1024 * 1024,
-            maximumBodySize: Int = 4 * 1024 * 1024,
-            maximumAge: TimeInterval? = nil,
-            resultRetention: TimeInterval = 7 * 24 * 3600,
-            maximumConcurrentSends: Int = 4
-        ) {
-            self.maximumEntries = max(1, maximumEntries)
-            self.maximumBytes = max(1, maximumBytes)
-            self.maximumBodySize = max(0, maximumBodySize)
-            self.maximumAge = maximumAge
-            self.resultRetention = resultRetention
-            self.maximumConcurrentSends = max(1, maximumConcurrentSends)
-        }
-    }
 
     /// Changes a stored request right before each send: for example to replace a local identifier in the path by
     /// the one the server assigned. It runs on every attempt and its output is not stored. If it throws, the attempt
@@ -108,86 +70,22 @@ public final class Outbox: Sendable {
     /// The rules that name secrets: what enqueue refuses and what a stored response leaves out.
     public let secrets: LogRedaction
 
-    private let rewrite: Rewrite?
-    private let encoder: JSONEncoder?
-    private let sensitiveHeaders: Set<String>
-    /// What the client at the bottom of ``client``'s stack says of its configuration, asked once (``ClientFacts``):
-    /// `.some(nil)` when it could not answer.
-    private let facts = Locked<FactsState>(.unknown)
+    /// The client's sensitive header names and default coders, as given when the outbox was opened.
+    public let rules: Rules
 
-    /// The client's facts if they are known yet.
-    private var knownFacts: ClientFacts? {
-        facts.withLock { state -> ClientFacts? in
-            guard case .known(let known) = state else { return nil }
-            return known
-        }
-    }
+    let rewrite: Rewrite?
+    /// Every sensitive header name, lowercased: the rules' and those that always are.
+    let sensitiveHeaders: Set<String>
 
-    /// Whether the client's facts are known, being asked for (once, for every concurrent enqueue), or not asked yet.
-    private enum FactsState: Sendable {
-        case unknown
-        case asking(SharedOutcome<ClientFacts?>)
-        case known(ClientFacts?)
-    }
-    private let environment: RetryEnvironment
-    private let journal: OutboxJournal
+    let environment: RetryEnvironment
+    let journal: OutboxJournal
     private let lock: DirectoryLock
-    private let state: Locked<State>
+    let state: Locked<Shell>
 
     typealias Handler =
         @Sendable (_ entry: OutboxEntry, _ result: StoredResult, _ acceptable: Set<Int>?) async throws
         -> Void
-
-    private struct State: Sendable {
-        var entries: [UUID: StoredEntry] = [:]
-        var queues: [String: [UUID]] = [:]
-        var sending: Set<String> = []
-        /// Keys that may be ready to send, by the sequence of their head when added; checked when taken out (a key
-        /// whose head changed or that is sending is skipped). Every change that can make a key ready adds it, so a
-        /// pump does work in proportion to the sends it starts, not to the number of keys.
-        var ready = ReadyKeys()
-        /// The keys the pump has taken out of `ready`, for tests.
-        var pumpWork = 0
-        var results: [UUID: (entry: StoredEntry, result: StoredResult)] = [:]
-        var handlers: [String: (generation: Int, run: Handler)] = [:]
-        var handlerGeneration = 0
-        var delivering: Set<UUID> = []
-        /// The results being handed to a handler right after their send, not yet on the disk: ``close(timeout:)``
-        /// stores them when a handler outlives it.
-        var handing: [UUID: StoredResult] = [:]
-        /// The entries whose handler threw, with the generation of that handler: a newer one gets the result.
-        var failedHandlers: [UUID: Int] = [:]
-        var sizes: [UUID: Int] = [:]
-        var reservedEntries = 0
-        /// The sequence numbers of entries being written, by queue: a queue's head waits for lower ones.
-        var enqueuing: [String: Set<UInt64>] = [:]
-        var bytes = 0
-        var nextSequence: UInt64 = 1
-        var paused: Bool
-        var closed = false
-        var attempts: [UUID: Int] = [:]
-        /// For each entry being retried: a monotonic reading and the entry's age at that reading.
-        var ages: [UUID: (uptime: TimeInterval, age: TimeInterval)] = [:]
-        var tasks: [UUID: Task<Void, Never>] = [:]
-        var streams: [UUID: AsyncStream<OutboxEvent>.Continuation] = [:]
-        var startupEvents: [OutboxEvent] = []
-        /// The callers of ``result(of:as:decoder:)`` waiting for an entry's result, by entry and caller.
-        var ticketWaiters: [UUID: [UInt64: CheckedContinuation<TicketOutcome, any Error>]] = [:]
-        var nextTicketWaiter: UInt64 = 0
-        /// The last ``rememberedResults`` results of this process, for ``result(of:as:decoder:)`` after the fact;
-        /// `recentOrder` is oldest first.
-        var recentResults: [UUID: TicketOutcome] = [:]
-        var recentOrder: [UUID] = []
-        /// For ``pending()``: when each entry waiting to be retried is due, and its last error.
-        var nextAttempts: [UUID: Date] = [:]
-        var lastErrors: [UUID: String] = [:]
-    }
-
-    /// An entry's result and the statuses that count as success for it.
-    struct TicketOutcome: Sendable {
-        let result: StoredResult
-        let acceptable: Set<Int>?
-    }
+    typealias Machine = OutboxStateMachine<Handler>
 
     /// How many results of this process ``result(of:as:decoder:)`` still finds after their entry finished: `1_000`.
     public static let rememberedResults = 1_000
@@ -203,14 +101,12 @@ public final class Outbox: Sendable {
     ///     Apple platforms. Nothing else should write in it.
     ///   - client: The client to send through, for example `NetworkClient(configuration:)` with an interceptor or
     ///     `.authenticated(by:)`; its credentials are added at send time, never stored.
+    ///   - rules: The client's sensitive header names and default coders, for example
+    ///     `Outbox.Rules(configuration)` for a client built on `configuration`, whatever decorators wrap it; see
+    ///     ``Rules``. The outbox asks the client for nothing but its entries.
     ///   - retryPolicy: The delay rules for transient failures; `RetryPolicy()` by default (0.5 s base, 30 s cap, full
     ///     jitter, `Retry-After` honoured; a `Retry-After` above `maxDelay` is still waited for).
     ///   - limits: The bounds; `Limits()` by default.
-    ///   - encoder: The encoder for bodies whose request sets none; `nil` (the default) uses the configuration's of the
-    ///     ``NetworkClient`` at the bottom of `client`'s stack, whatever decorators wrap it, else `JSONEncoder()`.
-    ///   - sensitiveHeaders: More header names refused at enqueue, besides `Authorization`, `Proxy-Authorization`,
-    ///     `Cookie` and the ``NetworkConfiguration/sensitiveHeaders`` of the ``NetworkClient`` at the bottom of
-    ///     `client`'s stack; empty by default.
     ///   - secrets: The rules that name secret headers, query parameters and body fields, refused at enqueue;
     ///     `LogRedaction()` by default, the rules ``LoggingClient`` redacts by. To store a field such as `push_token`,
     ///     leave its fragment out, for example `LogRedaction(nameFragments: ["password", "secret", "apikey"])`.
@@ -222,28 +118,25 @@ public final class Outbox: Sendable {
     public convenience init(
         directory: URL,
         client: any NetworkClientProtocol,
+        rules: Rules,
         retryPolicy: RetryPolicy = RetryPolicy(),
         limits: Limits = Limits(),
-        encoder: JSONEncoder? = nil,
-        sensitiveHeaders: Set<String> = [],
         secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
         rewrite: Rewrite? = nil
     ) throws {
         try self.init(
-            directory: directory, client: client, retryPolicy: retryPolicy, limits: limits, encoder: encoder,
-            sensitiveHeaders: sensitiveHeaders, secrets: secrets, paused: paused, rewrite: rewrite,
-            environment: .live)
+            directory: directory, client: client, rules: rules, retryPolicy: retryPolicy, limits: limits,
+            secrets: secrets, paused: paused, rewrite: rewrite, environment: .live)
     }
 
     /// Opens an outbox with an injected clock, sleep and random source (for tests).
     init(
         directory: URL,
         client: any NetworkClientProtocol,
+        rules: Rules = Rules(),
         retryPolicy: RetryPolicy = RetryPolicy(),
         limits: Limits = Limits(),
-        encoder: JSONEncoder? = nil,
-        sensitiveHeaders: Set<String> = [],
         secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
         rewrite: Rewrite? = nil,
@@ -258,50 +151,36 @@ public final class Outbox: Sendable {
         self.retryPolicy = retryPolicy
         self.limits = limits
         self.rewrite = rewrite
-        self.encoder = encoder
+        self.rules = rules
         self.secrets = secrets
-        self.sensitiveHeaders = Redaction.alwaysSensitiveHeaders.union(sensitiveHeaders.map { $0.lowercased() })
+        self.sensitiveHeaders = rules.allSensitiveHeaders
         self.environment = environment
         self.lock = lock
         self.journal = OutboxJournal(
             directory: (path as NSString).appendingPathComponent("journal"), segmentSize: segmentSize)
         let contents = try journal.open()
-        var state = State(paused: paused)
-        for entry in contents.entries.values {
-            state.nextSequence = max(state.nextSequence, entry.sequence + 1)
-            let size = (try? JournalRecord.entry(entry).framed().count) ?? 0
-            state.sizes[entry.id] = size
-            state.bytes += size
-            if let result = contents.results[entry.id] {
-                state.results[entry.id] = (entry, result)
-                state.bytes += result.body?.count ?? 0
-            } else {
-                state.entries[entry.id] = entry
-                state.queues[Self.queueName(entry.orderingKey), default: []].append(entry.id)
-            }
+        var shell = Shell(machine: Machine(limits: limits, paused: paused))
+        let recovered = contents.entries.values.map { entry in
+            (
+                entry: entry, size: (try? JournalRecord.entry(entry).framed().count) ?? 0,
+                result: contents.results[entry.id]
+            )
         }
-        for key in state.queues.keys {
-            state.queues[key]?.sort { state.entries[$0]!.sequence < state.entries[$1]!.sequence }
-            Self.markReady(key, in: &state)
-        }
-        state.startupEvents = contents.quarantined.map {
+        let actions = shell.machine.recovered(recovered)
+        shell.startupEvents = contents.quarantined.map {
             .quarantined(file: $0.file, reason: $0.reason, recoveredEntries: $0.recovered)
         }
-        self.state = Locked(state)
-        pump()
-    }
-
-    private static func queueName(_ orderingKey: String?) -> String {
-        orderingKey.map { "k:" + $0 } ?? "global"
+        self.state = Locked(shell)
+        launch(actions)
     }
 
     // MARK: Public API
 
     /// Stores `request` durably and returns its entry id; the outbox sends it as soon as its ordering key allows.
     ///
-    /// The body is encoded now (JSON with the request's or the outbox's encoder, `Data` as is, or form items), so
-    /// the Swift types need not exist after a restart. The request's `decoder` and `encoder` are not stored; its
-    /// response type is chosen by the handler (``onResult(kind:as:decoder:handler:)``).
+    /// The body is encoded now (JSON with the request's encoder or the ``Rules/encoder``, `Data` as is, or form
+    /// items), so the Swift types need not exist after a restart. The request's `decoder` and `encoder` are not
+    /// stored; its response type is chosen by the handler (``onResult(kind:as:decoder:handler:)``).
     /// - Parameters:
     ///   - request: The request. Its `additionalHeaders` must not carry a credential; an `Idempotency-Key` in them
     ///     is kept as the entry's key.
@@ -321,14 +200,8 @@ public final class Outbox: Sendable {
     public func enqueue<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String? = nil
     ) async throws -> OutboxTicket {
-        let facts = try await clientFacts()
-        var entry = try stored(request, kind: kind, orderingKey: orderingKey, facts: facts)
-        let queue = Self.queueName(orderingKey)
-        entry.sequence = try state.withLock { state throws(OutboxError) -> UInt64 in
-            guard !state.closed else { throw .closed }
-            defer { state.nextSequence += 1 }
-            return state.nextSequence
-        }
+        var entry = try stored(request, kind: kind, orderingKey: orderingKey)
+        entry.sequence = try state.withLock { try $0.machine.takeSequence() }
         // Encoded outside the lock, so concurrent callers encode in parallel.
         let record: Data
         do {
@@ -336,46 +209,14 @@ public final class Outbox: Sendable {
         } catch {
             throw OutboxError.invalidRequest(reason: "the entry could not be encoded: \(type(of: error))")
         }
-        try state.withLock { state in
-            guard state.entries.count + state.results.count + state.reservedEntries < limits.maximumEntries else {
-                throw OutboxError.tooManyEntries(limit: limits.maximumEntries)
-            }
-            guard state.bytes + record.count <= limits.maximumBytes else {
-                throw OutboxError.tooManyBytes(limit: limits.maximumBytes)
-            }
-            state.reservedEntries += 1
-            state.bytes += record.count
-            // Until it is durable, no later entry of its key may be sent.
-            state.enqueuing[queue, default: []].insert(entry.sequence)
-        }
+        try state.withLock { try $0.machine.reserve(entry, size: record.count) }
         do {
             try await journal.append(framed: record, id: entry.id, type: 1, durable: true)
         } catch {
-            state.withLock {
-                $0.reservedEntries -= 1
-                $0.bytes -= record.count
-                $0.enqueuing[queue]?.remove(entry.sequence)
-                Self.markReady(queue, in: &$0)
-            }
-            pump()
+            launch(step { $0.enqueueFailed(entry, size: record.count) })
             throw error
         }
-        state.withLock { state in
-            state.reservedEntries -= 1
-            state.enqueuing[queue]?.remove(entry.sequence)
-            if state.enqueuing[queue]?.isEmpty == true { state.enqueuing[queue] = nil }
-            state.sizes[entry.id] = record.count
-            state.entries[entry.id] = entry
-            // Durable appends of one key may finish out of sequence order: insert in sequence order.
-            var ids = state.queues[queue] ?? []
-            let entries = state.entries
-            let position =
-                ids.lastIndex { entries[$0].map { $0.sequence < entry.sequence } ?? true }.map { $0 + 1 } ?? 0
-            ids.insert(entry.id, at: position)
-            state.queues[queue] = ids
-            Self.markReady(queue, in: &state)
-        }
-        pump()
+        launch(step { $0.enqueued(entry, size: record.count) })
         return OutboxTicket(id: entry.id)
     }
 
@@ -389,9 +230,8 @@ public final class Outbox: Sendable {
     ///   - kind: The kind given at enqueue.
     ///   - type: The response type: decoded from JSON with `decoder`; `Data`, `String` and ``VoidResponse`` as in
     ///     ``NetworkClient``.
-    ///   - decoder: The decoder for the response body; `nil` (the default) uses the configuration's of the
-    ///     ``NetworkClient`` at the bottom of the client's stack, the decoder the same request would get from `run`
-    ///     (else `JSONDecoder()`).
+    ///   - decoder: The decoder for the response body; `nil` (the default) uses the ``Rules/decoder`` (with
+    ///     `Outbox.Rules(configuration)`, the decoder the same request would get from `run`).
     ///   - handler: Receives the entry and the decoded response, or the ``NetworkClientError`` of a permanent
     ///     failure (a non-retried status, a decoding failure, ``Limits/maximumAge`` passed).
     public func onResult<Value: Decodable & Sendable>(
@@ -402,70 +242,27 @@ public final class Outbox: Sendable {
             @escaping @Sendable (OutboxEntry, Result<NetworkResponse<Value>, NetworkClientError>) async throws
             -> Void
     ) {
-        let erased: Handler = { [weak self] entry, result, acceptable in
-            let decoder = if let decoder { decoder } else { try await self?.clientFacts()?.decoder ?? JSONDecoder() }
+        let decoder = decoder ?? rules.decoder
+        let erased: Handler = { entry, result, acceptable in
             try await handler(entry, result.outcome(as: Value.self, decoder: decoder, acceptable: acceptable))
         }
-        let waiting = state.withLock { state -> [UUID] in
-            state.handlerGeneration += 1
-            state.handlers[kind] = (state.handlerGeneration, erased)
-            return state.results.values.filter { $0.entry.kind == kind }.sorted {
-                $0.entry.sequence < $1.entry.sequence
-            }
-            .map(\.entry.id)
-        }
-        guard !waiting.isEmpty else { return }
-        spawn { outbox in
-            for id in waiting { await outbox.deliver(id) }
-        }
+        launch(step { $0.register(kind: kind, erased) })
     }
 
     /// Stops starting sends; requests in flight finish, and entries waiting for a retry stay queued.
     public func pause() {
-        state.withLock { $0.paused = true }
+        state.withLock { $0.machine.pause() }
     }
 
     /// Starts sending again after ``pause()``, or after opening with `paused: true`.
     public func resume() {
-        state.withLock { $0.paused = false }
-        pump()
+        launch(step { $0.resume() })
     }
 
     /// The entries enqueued and not yet finished: waiting to be sent, being sent, or waiting for their handler. `0`
     /// once everything enqueued has been sent and its result handled.
     public var pendingCount: Int {
-        state.withLock { $0.entries.count + $0.results.count + $0.reservedEntries }
-    }
-
-    /// The most events one ``events()`` stream holds for its reader: `1_000`. When the reader is slower than the
-    /// outbox (or never reads), the oldest unread events are dropped and the newest kept, so an unread stream costs
-    /// bounded memory however long the outbox runs.
-    public static let maximumBufferedEvents = 1_000
-
-    /// A new stream of the outbox's events, from now on (damaged files found at opening are reported to the first
-    /// stream). Each call returns its own stream; it ends when the outbox is closed.
-    ///
-    /// The stream buffers at most ``maximumBufferedEvents`` unread events: a reader that falls further behind loses
-    /// the oldest ones (a retry storm or a long drain with nobody reading used to grow memory without bound).
-    public func events() -> AsyncStream<OutboxEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: OutboxEvent.self, bufferingPolicy: .bufferingNewest(Self.maximumBufferedEvents))
-        let id = UUID()
-        let startup = state.withLock { state -> [OutboxEvent]? in
-            guard !state.closed else { return nil }
-            state.streams[id] = continuation
-            defer { state.startupEvents = [] }
-            return state.startupEvents
-        }
-        guard let startup else {
-            continuation.finish()
-            return stream
-        }
-        for event in startup { continuation.yield(event) }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
-        }
-        return stream
+        state.withLock { $0.machine.pendingCount }
     }
 
     deinit {
@@ -487,11 +284,11 @@ public final class Outbox: Sendable {
     /// handler runs again for it at the next opening. What the abandoned handler does afterwards is not recorded.
     /// - Parameter timeout: The longest wait for running tasks, in seconds; ``closeTimeout`` (5 s) by default.
     public func close(timeout: TimeInterval = Outbox.closeTimeout) async {
-        let (tasks, streams, waiters) = state.withLock { state in
-            state.closed = true
-            defer { state.ticketWaiters = [:] }
+        let (tasks, streams, waiters) = state.withLock { shell in
+            shell.machine.close()
+            defer { shell.ticketWaiters = [:] }
             return (
-                Array(state.tasks.values), Array(state.streams.values), state.ticketWaiters.values.flatMap(\.values)
+                Array(shell.tasks.values), Array(shell.streams.values), shell.ticketWaiters.values.flatMap(\.values)
             )
         }
         for waiter in waiters { waiter.resume(throwing: OutboxError.closed) }
@@ -499,7 +296,7 @@ public final class Outbox: Sendable {
         if await !Self.waitForAll(tasks, atMost: timeout) {
             // A handler outlived the wait: keep the results it was given, so the next opening delivers them again
             // instead of sending their entries a second time.
-            for (id, result) in state.withLock({ $0.handing }) {
+            for (id, result) in state.withLock({ $0.machine.unstoredResults }) {
                 try? await journal.append(.result(id: id, result), durable: true)
             }
         }
@@ -507,634 +304,9 @@ public final class Outbox: Sendable {
         lock.release()
         for stream in streams { stream.finish() }
     }
-
-    /// Waits until every task in `tasks` has ended or `seconds` have passed; `true` if they all ended.
-    private static func waitForAll(_ tasks: [Task<Void, Never>], atMost seconds: TimeInterval) async -> Bool {
-        let waiter = Task { for task in tasks { await task.value } }
-        let outcome = Locked<CheckedContinuation<Bool, Never>?>(nil)
-        let timer = Locked<Task<Void, Never>?>(nil)
-        return await withCheckedContinuation { continuation in
-            outcome.withLock { $0 = continuation }
-            let finish: @Sendable (Bool) -> Void = { ended in
-                outcome.withLock { pending in
-                    pending?.resume(returning: ended)
-                    pending = nil
-                }
-            }
-            timer.withLock { timer in
-                timer = Task {
-                    let nanoseconds = UInt64(min(max(0, seconds.isFinite ? seconds : 0), 1e6) * 1e9)
-                    try? await Task.sleep(nanoseconds: nanoseconds)
-                    finish(false)
-                }
-            }
-            Task {
-                await waiter.value
-                timer.withLock { $0?.cancel() }
-                finish(true)
-            }
-        }
-    }
-
-    // MARK: Tickets
-
-    /// The response of the entry `ticket` names, decoded as `type`, once it has its result: what the handler of its
-    /// kind also receives (``onResult(kind:as:decoder:handler:)``), in this process.
-    ///
-    /// It waits while the entry is queued, sent or retried, and returns at once for a result this process already
-    /// has (the last ``rememberedResults``, and every result still waiting on disk for a handler, also from an earlier
-    /// run). After a restart, an entry finished by the earlier run is no longer known: the handlers remain the way to
-    /// receive results across restarts.
-    /// - Parameters:
-    ///   - ticket: What ``enqueue(_:kind:orderingKey:)`` returned.
-    ///   - type: The response type, decoded as a handler would.
-    ///   - decoder: The decoder; `nil` (the default) uses the configuration's of the ``NetworkClient`` at the bottom
-    ///     of the client's stack (else `JSONDecoder()`).
-    /// - Returns: The entry's response.
-    /// - Throws: The entry's ``NetworkClientError`` (a permanent failure, a non-2xx status, a decoding failure);
-    ///   ``OutboxError/unknownTicket`` when this outbox does not know the entry (never enqueued here, cancelled, or
-    ///   its result already forgotten); ``OutboxError/entryCancelled`` when ``cancel(_:)`` removed it while this call
-    ///   waited; ``OutboxError/closed`` when the outbox closes first; `CancellationError` when the caller is
-    ///   cancelled (the entry goes on).
-    public func result<Value: Decodable & Sendable>(
-        of ticket: OutboxTicket, as type: Value.Type, decoder: JSONDecoder? = nil
-    ) async throws -> NetworkResponse<Value> {
-        let id = ticket.id
-        let waiterID = state.withLock { state -> UInt64 in
-            state.nextTicketWaiter += 1
-            return state.nextTicketWaiter
-        }
-        let outcome = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TicketOutcome, any Error>) in
-                let found = state.withLock { state -> Result<TicketOutcome, any Error>? in
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    if let recent = state.recentResults[id] { return .success(recent) }
-                    if let (entry, result) = state.results[id] {
-                        return .success(TicketOutcome(result: result, acceptable: entry.acceptable))
-                    }
-                    guard state.entries[id] != nil else { return .failure(OutboxError.unknownTicket) }
-                    guard !state.closed else { return .failure(OutboxError.closed) }
-                    state.ticketWaiters[id, default: [:]][waiterID] = continuation
-                    return nil
-                }
-                if let found { continuation.resume(with: found) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.ticketWaiters[id]?.removeValue(forKey: waiterID) }
-            waiter?.resume(throwing: CancellationError())
-        }
-        let chosen = if let decoder { decoder } else { try await clientFacts()?.decoder ?? JSONDecoder() }
-        return try outcome.result.outcome(as: Value.self, decoder: chosen, acceptable: outcome.acceptable).get()
-    }
-
-    /// The entries waiting to be sent or being sent, in enqueue order: their ticket, kind, ordering key, attempts in
-    /// this process, next attempt, last error and creation time. Results waiting for a handler are not listed.
-    public func pending() -> [OutboxPendingEntry] {
-        state.withLock { state in
-            state.entries.values.sorted { $0.sequence < $1.sequence }.map { entry in
-                let key = Self.queueName(entry.orderingKey)
-                return OutboxPendingEntry(
-                    ticket: OutboxTicket(id: entry.id), kind: entry.kind, orderingKey: entry.orderingKey,
-                    attempts: state.attempts[entry.id] ?? 0, nextAttempt: state.nextAttempts[entry.id],
-                    lastError: state.lastErrors[entry.id], created: entry.enqueuedAt,
-                    inFlight: state.sending.contains(key) && state.queues[key]?.first == entry.id)
-            }
-        }
-    }
-
-    /// Removes the entry `ticket` names if it has not been sent yet, and says whether it did. An entry being sent, or
-    /// waiting between attempts, is in flight: it finishes, and this returns `false`; so does an entry that already
-    /// finished or that this outbox does not know.
-    ///
-    /// The removal is on the disk when this returns `true`: the entry is not sent after a restart either. Callers
-    /// waiting in ``result(of:as:decoder:)`` get ``OutboxError/entryCancelled``.
-    /// - Parameter ticket: What ``enqueue(_:kind:orderingKey:)`` returned.
-    /// - Returns: Whether the entry was removed.
-    /// - Throws: ``OutboxError/storageFailed(operation:path:code:)`` or ``OutboxError/closed`` when the removal cannot
-    ///   be written; the entry is then removed from this run only and is sent again at the next opening.
-    @discardableResult
-    public func cancel(_ ticket: OutboxTicket) async throws -> Bool {
-        let id = ticket.id
-        let removed = state.withLock {
-            state -> (key: String, waiters: [CheckedContinuation<TicketOutcome, any Error>])? in
-            guard let entry = state.entries[id] else { return nil }
-            let key = Self.queueName(entry.orderingKey)
-            if state.sending.contains(key) && state.queues[key]?.first == id { return nil }
-            state.entries[id] = nil
-            Self.removeHead(id, of: key, in: &state)
-            state.attempts[id] = nil
-            state.ages[id] = nil
-            state.nextAttempts[id] = nil
-            state.lastErrors[id] = nil
-            state.bytes -= state.sizes.removeValue(forKey: id) ?? 0
-            let waiters = state.ticketWaiters.removeValue(forKey: id).map { Array($0.values) } ?? []
-            Self.markReady(key, in: &state)
-            return (key, waiters)
-        }
-        guard let removed else { return false }
-        for waiter in removed.waiters { waiter.resume(throwing: OutboxError.entryCancelled) }
-        pump()
-        try await journal.append(.done(id: id), durable: true)
-        if pendingCount == 0 { emit(.drained) }
-        return true
-    }
-
-    /// The callers waiting in ``result(of:as:decoder:)`` for `ticket` (for tests).
-    func ticketWaiterCount(_ ticket: OutboxTicket) -> Int {
-        state.withLock { $0.ticketWaiters[ticket.id]?.count ?? 0 }
-    }
-
-    /// Hands `result` to the callers waiting for `entry`'s ticket, and remembers it for later ones.
-    private func settleTicket(of entry: StoredEntry, with result: StoredResult) {
-        let outcome = TicketOutcome(result: result, acceptable: entry.acceptable)
-        let waiters = state.withLock { state in
-            state.nextAttempts[entry.id] = nil
-            state.lastErrors[entry.id] = nil
-            state.recentResults[entry.id] = outcome
-            state.recentOrder.append(entry.id)
-            if state.recentOrder.count > Self.rememberedResults {
-                state.recentResults[state.recentOrder.removeFirst()] = nil
-            }
-            return state.ticketWaiters.removeValue(forKey: entry.id).map { Array($0.values) } ?? []
-        }
-        for waiter in waiters { waiter.resume(returning: outcome) }
-    }
-
-    // MARK: Enqueue
-
-    /// What the client at the bottom of the stack says of its configuration, asked once (``ClientFacts``): concurrent
-    /// callers wait for the one question in flight.
-    /// - Throws: `CancellationError` when the caller is cancelled while it waits.
-    private func clientFacts() async throws -> ClientFacts? {
-        enum Next {
-            case known(ClientFacts?)
-            case wait(SharedOutcome<ClientFacts?>)
-            case ask(SharedOutcome<ClientFacts?>)
-        }
-        let next = facts.withLock { state -> Next in
-            switch state {
-            case .known(let known): return .known(known)
-            case .asking(let outcome): return .wait(outcome)
-            case .unknown:
-                let outcome = SharedOutcome<ClientFacts?>()
-                state = .asking(outcome)
-                return .ask(outcome)
-            }
-        }
-        switch next {
-        case .known(let known):
-            return known
-        case .wait(let outcome):
-            return try await outcome.value(until: nil)
-        case .ask(let outcome):
-            // Unstructured, so that the asker's cancellation does not leave the others without an answer.
-            let answer = await Task { [client] in
-                await SendReportListener.$current.withValue(nil) { await ClientFacts.of(client) }
-            }.value
-            // A client that could not answer (offline, a gate that refuses everything) is asked again next time.
-            facts.withLock { $0 = answer.map { .known($0) } ?? .unknown }
-            outcome.finish(.success(answer))
-            return answer
-        }
-    }
-
-    /// Refuses a request that carries a secret (see the type's "No secret on disk").
-    private func refuseSecrets<RequestModel, ResponseModel>(
-        in request: NetworkRequest<RequestModel, ResponseModel>, body: Data?, facts: ClientFacts?
-    ) throws(OutboxError) {
-        let sensitive = sensitiveHeaders.union(facts?.sensitiveHeaders ?? [])
-        for name in (request.additionalHeaders ?? [:]).keys
-        where secrets.isSecretHeader(name, sensitiveHeaders: sensitive) {
-            throw .secretHeader(name: name)
-        }
-        if let baseURL = request.baseURL {
-            if baseURL.user != nil || baseURL.password != nil {
-                throw .secretValue(name: "user info", location: "the base URL")
-            }
-            let items = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)?.queryItems ?? []
-            for item in items where secrets.isSecretQueryParameter(item.name) {
-                throw .secretValue(name: item.name, location: "the base URL's query")
-            }
-        }
-        for item in request.queryItems ?? [] where secrets.isSecretQueryParameter(item.name) {
-            throw .secretValue(name: item.name, location: "the query")
-        }
-        for item in request.formItems ?? [] where secrets.isSecretField(item.name) {
-            throw .secretValue(name: item.name, location: "the form body")
-        }
-        if let body, let name = Self.secretField(inJSON: body, secrets) {
-            throw .secretValue(name: name, location: "the JSON body")
-        }
-    }
-
-    /// The first field name at any depth of a JSON body that names a secret; `nil` for none or a body that is not
-    /// JSON.
-    private static func secretField(inJSON body: Data, _ secrets: LogRedaction) -> String? {
-        guard let first = body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }),
-            first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
-            let json = try? JSONSerialization.jsonObject(with: body)
-        else { return nil }
-        var pending: [Any] = [json]
-        while let value = pending.popLast() {
-            if let object = value as? [String: Any] {
-                if let name = object.keys.first(where: secrets.isSecretField) { return name }
-                pending.append(contentsOf: object.values)
-            } else if let array = value as? [Any] {
-                pending.append(contentsOf: array)
-            }
-        }
-        return nil
-    }
-
-    private func stored<RequestModel, ResponseModel>(
-        _ request: NetworkRequest<RequestModel, ResponseModel>, kind: String, orderingKey: String?,
-        facts: ClientFacts?
-    ) throws(OutboxError) -> StoredEntry {
-        if ResponseKinds.isStream(ResponseModel.self) {
-            throw .invalidRequest(
-                reason: "a \(ResponseModel.self) response is read as it arrives by the caller of run(_:), and an "
-                    + "outbox entry has no caller waiting: enqueue the write with VoidResponse, Data or a Decodable "
-                    + "result")
-        }
-        var headers = request.additionalHeaders ?? [:]
-        try refuseSecrets(in: request, body: nil, facts: facts)
-        do {
-            try HeaderValidation.validate(headers)
-        } catch {
-            throw .invalidRequest(reason: error.description)
-        }
-        var idempotencyKey = UUID().uuidString
-        if let name = headers.keys.first(where: {
-            $0.caseInsensitiveCompare(Self.idempotencyHeader) == .orderedSame
-        }) {
-            idempotencyKey = headers.removeValue(forKey: name)!
-        }
-        var body: Data?
-        var contentType: String?
-        if request.formItems != nil {
-            guard request.body == nil else {
-                throw .invalidRequest(reason: "both formItems and body are set; a request has one body")
-            }
-        } else if let kind = BodyKinds.kind(of: request) {
-            (body, contentType) = try kind.storedForOutbox(
-                with: request.encoder ?? encoder ?? facts?.encoder ?? JSONEncoder())
-        }
-        try refuseSecrets(in: request, body: body, facts: facts)
-        if let size = body?.count ?? request.formItems.map({ FormEncoding.body($0).count }),
-            size > limits.maximumBodySize
-        {
-            throw .bodyTooLarge(size: size, limit: limits.maximumBodySize)
-        }
-        if let contentType,
-            !headers.keys.contains(where: { $0.caseInsensitiveCompare("Content-Type") == .orderedSame })
-        {
-            headers["Content-Type"] = contentType
-        }
-        return StoredEntry(
-            id: UUID(), sequence: 0, kind: kind, orderingKey: orderingKey, idempotencyKey: idempotencyKey,
-            enqueuedAt: environment.now(), method: request.method.rawValue, path: request.path,
-            queryItems: request.queryItems?.map { StoredEntry.StoredItem(name: $0.name, value: $0.value) },
-            formItems: request.formItems?.map { StoredEntry.StoredItem(name: $0.name, value: $0.value) },
-            headers: headers, body: body, baseURL: request.baseURL, timeoutInterval: request.timeoutInterval,
-            totalTimeout: request.totalTimeout, maximumResponseSize: request.maximumResponseSize,
-            acceptableStatusCodes: request.acceptableStatusCodes.map { $0.sorted() })
-    }
-
-    // MARK: Sending
-
-    /// Runs `body` in a task the outbox tracks, so that ``close(timeout:)`` can cancel and await it.
-    private func spawn(_ body: @escaping @Sendable (Outbox) async -> Void) {
-        let id = UUID()
-        state.withLock { state in
-            guard !state.closed else { return }
-            state.tasks[id] = Task {
-                await body(self)
-                self.state.withLock { _ = $0.tasks.removeValue(forKey: id) }
-            }
-        }
-    }
-
-    /// Starts a sender for every ordering key whose head can go, up to the concurrency bound, oldest head first.
-    ///
-    /// Takes keys out of `ready` (a heap) instead of filtering and sorting every queue: with 10,000 distinct keys
-    /// that made each pump sort them all (25 entries drained per second with a core busy).
-    private func pump() {
-        let keys = state.withLock { state -> [String] in
-            guard !state.paused, !state.closed else { return [] }
-            var started: [String] = []
-            while state.sending.count < limits.maximumConcurrentSends, let (sequence, key) = state.ready.popMin() {
-                state.pumpWork += 1
-                guard !state.sending.contains(key), let head = state.queues[key]?.first,
-                    state.entries[head]?.sequence == sequence
-                else { continue }  // Stale: the key is sending, empty, or was added again with its new head.
-                // An earlier entry of this key that is still being written goes first; its enqueue adds the key again.
-                if state.enqueuing[key]?.contains(where: { $0 < sequence }) == true { continue }
-                state.sending.insert(key)
-                started.append(key)
-            }
-            return started
-        }
-        for key in keys {
-            spawn { outbox in await outbox.sendHead(of: key) }
-        }
-    }
-
-    /// Sends the head of `key`'s queue until it has a definitive result, stores and delivers that result, then lets
-    /// the next entry go.
-    private func sendHead(of key: String) async {
-        defer {
-            state.withLock { state in
-                state.sending.remove(key)
-                Self.markReady(key, in: &state)
-            }
-            pump()
-        }
-        guard let entry = state.withLock({ state in state.queues[key]?.first.flatMap { state.entries[$0] } }) else {
-            return
-        }
-        guard let result = await send(entry) else { return }
-        settleTicket(of: entry, with: result)
-        let info = entry.entry
-        if let status = result.statusCode { emit(.sent(info, statusCode: status)) }
-        if let failure = result.error(acceptable: entry.acceptable) { emit(.failed(info, failure)) }
-        // A handler that is already registered gets the result first: the entry stays on disk until it returns, so
-        // a crash meanwhile sends the entry again (same idempotency key) rather than losing its result.
-        if let handler = state.withLock({ state -> (generation: Int, run: Handler)? in
-            guard let handler = state.handlers[entry.kind] else { return nil }
-            state.delivering.insert(entry.id)
-            state.handing[entry.id] = result
-            return handler
-        }) {
-            defer { state.withLock { _ = $0.handing.removeValue(forKey: entry.id) } }
-            do {
-                try await handler.run(info, result, entry.acceptable)
-                // Durable before the next entry of the key goes: after a crash, only entries being sent or handled
-                // at that instant are sent again.
-                try? await journal.append(.done(id: entry.id), durable: true)
-                state.withLock { state in
-                    state.entries[entry.id] = nil
-                    Self.removeHead(entry.id, of: key, in: &state)
-                    state.attempts[entry.id] = nil
-                    state.ages[entry.id] = nil
-                }
-                finish(entry.id)
-                emit(.handled(info))
-                if pendingCount == 0 { emit(.drained) }
-                return
-            } catch {
-                state.withLock { state in
-                    state.delivering.remove(entry.id)
-                    state.failedHandlers[entry.id] = handler.generation
-                }
-                emit(.handlerFailed(info))
-            }
-        }
-        // No handler yet, or it threw: the result waits on disk.
-        do {
-            try await journal.append(.result(id: entry.id, result), durable: true)
-        } catch {
-            return  // Closed, or the disk failed: the entry stays queued and is sent again at the next opening.
-        }
-        state.withLock { state in
-            state.entries[entry.id] = nil
-            Self.removeHead(entry.id, of: key, in: &state)
-            state.results[entry.id] = (entry, result)
-            state.bytes += result.body?.count ?? 0
-            state.attempts[entry.id] = nil
-            state.ages[entry.id] = nil
-        }
-        await deliver(entry.id)
-        discardExpiredResults()
-    }
-
-    /// Adds `key` to the ready heap if its queue has a head.
-    private static func markReady(_ key: String, in state: inout State) {
-        guard let head = state.queues[key]?.first, let sequence = state.entries[head]?.sequence else { return }
-        state.ready.insert(sequence, key)
-    }
-
-    /// The keys the pump has examined since opening, for tests: about one per send, not one per key per send.
-    var pumpWorkForTesting: Int { state.withLock { $0.pumpWork } }
-
-    private static func removeHead(_ id: UUID, of key: String, in state: inout State) {
-        state.queues[key]?.removeAll { $0 == id }
-        if state.queues[key]?.isEmpty == true { state.queues[key] = nil }
-    }
-
-    /// Attempts `entry` until it succeeds or fails for good; `nil` when the outbox was paused or closed meanwhile.
-    private func send(_ entry: StoredEntry) async -> StoredResult? {
-        // The configuration's sensitive names decide which response headers a stored result keeps: known before the
-        // first result, also for entries left by an earlier run, which no enqueue of this run has asked about.
-        _ = try? await clientFacts()
-        while true {
-            guard state.withLock({ !$0.closed && !$0.paused }) else { return nil }
-            let attempt = state.withLock { state -> Int in
-                state.attempts[entry.id, default: 0] += 1
-                return state.attempts[entry.id]!
-            }
-            let error: NetworkClientError
-            do {
-                var request = entry.request
-                if let rewrite {
-                    do {
-                        request = try await rewrite(request)
-                    } catch is CancellationError {
-                        return nil
-                    } catch {
-                        throw NetworkClientError.interceptorFailed(underlying: error)
-                    }
-                }
-                let response = try await client.run(entry.networkRequest(request))
-                return .success(response, isSecretHeader: isSecretResponseHeader, now: environment.now())
-            } catch let failure {
-                if failure is CancellationError || Task.isCancelled { return nil }
-                guard let delay = await retryDelay(after: failure, attempt: attempt) else {
-                    return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
-                }
-                if let maximumAge = limits.maximumAge, age(of: entry) + delay > maximumAge {
-                    return .failure(failure, isSecretHeader: isSecretResponseHeader, now: environment.now())
-                }
-                error =
-                    failure as? NetworkClientError
-                    ?? .interceptorFailed(underlying: OutboxError.sendFailed(String(describing: type(of: failure))))
-                emit(.retrying(entry.entry, attempt: attempt, delay: delay, error: error))
-                state.withLock { state in
-                    state.nextAttempts[entry.id] = environment.now().addingTimeInterval(delay)
-                    state.lastErrors[entry.id] = error.description
-                }
-                do {
-                    try await environment.sleep(delay)
-                } catch {
-                    return nil
-                }
-                state.withLock { _ = $0.nextAttempts.removeValue(forKey: entry.id) }
-            }
-        }
-    }
-
-    /// How long ago `entry` was enqueued, in seconds, for ``Limits/maximumAge``.
-    ///
-    /// The wall clock is read once per entry and process, with an enqueue time in the future counted as now (an entry
-    /// enqueued while the clock was a year ahead never aged); from then on age grows by a monotonic clock, so moving
-    /// the wall clock neither stops nor speeds it.
-    private func age(of entry: StoredEntry) -> TimeInterval {
-        let uptime = environment.uptime?() ?? environment.now().timeIntervalSinceReferenceDate
-        let base = state.withLock { state in
-            if let base = state.ages[entry.id] { return base }
-            let base = (uptime: uptime, age: max(0, environment.now().timeIntervalSince(entry.enqueuedAt)))
-            state.ages[entry.id] = base
-            return base
-        }
-        return base.age + max(0, uptime - base.uptime)
-    }
-
-    /// Whether a response header is left out of a stored result.
-    /// The test of whether a response header is left out of a stored result, with the sensitive names gathered once
-    /// per result rather than once per header.
-    private var isSecretResponseHeader: (String) -> Bool {
-        let sensitive = sensitiveHeaders.union(knownFacts?.sensitiveHeaders ?? [])
-        return { [secrets] name in secrets.isSecretHeader(name, sensitiveHeaders: sensitive) }
-    }
-
-    /// The wait before the next attempt after `error`, by the retry policy's rules; `nil` for a permanent failure.
-    /// The policy's backoff is the least wait: a `Retry-After` may only lengthen it.
-    ///
-    /// Unlike ``RetryingClient``, a failed interceptor or rewrite (often a token refresh while offline) is retried,
-    /// and a `Retry-After` above ``RetryPolicy/maxDelay`` is waited for rather than ending the retries.
-    private func retryDelay(after error: any Error, attempt: Int) async -> TimeInterval? {
-        let backoff = { self.environment.random(0...self.retryPolicy.backoffCeiling(afterAttempt: attempt)) }
-        if case .interceptorFailed? = error as? NetworkClientError { return backoff() }
-        switch retryPolicy.verdict(for: error, now: environment.now()) {
-        case .never:
-            return nil
-        case .retry(let retryAfter?):
-            // The server may lengthen the wait, never shorten it: `Retry-After: 0`, or an HTTP-date in the past (clock
-            // skew), would otherwise retry at once, for ever (34,000 requests in 10 s from 4 entries).
-            return max(retryAfter, backoff())
-        case .retry(nil):
-            return backoff()
-        case .askPredicate:
-            guard let shouldRetry = retryPolicy.shouldRetry, await shouldRetry(error, attempt) else { return nil }
-            return backoff()
-        }
-    }
-
-    // MARK: Results
-
-    /// Runs the handler of `id`'s kind on its stored result, if one is registered and it is not already running.
-    private func deliver(_ id: UUID) async {
-        let work = state.withLock { state -> (StoredEntry, StoredResult, (generation: Int, run: Handler))? in
-            guard let (entry, result) = state.results[id], let handler = state.handlers[entry.kind],
-                !state.delivering.contains(id), state.failedHandlers[id] != handler.generation
-            else { return nil }
-            state.delivering.insert(id)
-            return (entry, result, handler)
-        }
-        guard let (entry, result, handler) = work else { return }
-        do {
-            try await handler.run(entry.entry, result, entry.acceptable)
-        } catch {
-            state.withLock { state in
-                state.delivering.remove(id)
-                state.failedHandlers[id] = handler.generation
-            }
-            emit(.handlerFailed(entry.entry))
-            return
-        }
-        try? await journal.append(.done(id: id), durable: true)
-        finish(id)
-        emit(.handled(entry.entry))
-        if pendingCount == 0 { emit(.drained) }
-    }
-
-    /// Forgets `id` (done, or its result dropped).
-    private func finish(_ id: UUID) {
-        state.withLock { state in
-            state.delivering.remove(id)
-            state.failedHandlers[id] = nil
-            if let (_, result) = state.results.removeValue(forKey: id) { state.bytes -= result.body?.count ?? 0 }
-            state.bytes -= state.sizes.removeValue(forKey: id) ?? 0
-        }
-    }
-
-    /// Drops results that waited longer than ``Limits/resultRetention`` for a handler of their kind.
-    private func discardExpiredResults() {
-        let now = environment.now()
-        let expired = state.withLock { state in
-            state.results.values.filter {
-                state.handlers[$0.entry.kind] == nil
-                    && now.timeIntervalSince($0.result.storedAt) > limits.resultRetention
-            }.map(\.entry)
-        }
-        for entry in expired {
-            try? journal.appendWithoutWaiting(.done(id: entry.id))
-            finish(entry.id)
-            emit(.resultDiscarded(entry.entry))
-        }
-    }
-
-    private func emit(_ event: OutboxEvent) {
-        for stream in state.withLock({ Array($0.streams.values) }) { stream.yield(event) }
-    }
-}
-
-extension StoredEntry {
-    var acceptable: Set<Int>? { acceptableStatusCodes.map(Set.init) }
-}
-
-extension StoredResult {
-    /// The error the handler will see, if the result is a failure.
-    func error(acceptable: Set<Int>?) -> NetworkClientError? {
-        if let failure { return failure.error }
-        guard let statusCode, ResponseKinds.accepts(statusCode, acceptable) else {
-            return outcome(as: VoidResponse.self, decoder: JSONDecoder(), acceptable: acceptable).failureValue
-        }
-        return nil
-    }
-}
-
-extension Result {
-    fileprivate var failureValue: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
 }
 
 extension Outbox {
     /// The journal, for tests that inject storage failures.
     var journalForTesting: OutboxJournal { journal }
-}
-
-/// A min-heap of ordering keys by the sequence number of their head entry.
-struct ReadyKeys: Sendable {
-    private var items: [(sequence: UInt64, key: String)] = []
-
-    mutating func insert(_ sequence: UInt64, _ key: String) {
-        items.append((sequence, key))
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].sequence < items[parent].sequence else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func popMin() -> (UInt64, String)? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let top = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count, items[left].sequence < items[smallest].sequence { smallest = left }
-            if right < items.count, items[right].sequence < items[smallest].sequence { smallest = right }
-            guard smallest != parent else { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return (top.sequence, top.key)
-    }
 }

@@ -34,21 +34,7 @@ enum OutboxFiles {
 
     /// Writes all of `data` at the descriptor's position, retrying short writes and EINTR.
     static func writeAll(_ fd: Int32, _ data: Data, path: String) throws(OutboxError) {
-        let failure: Int32? = data.withUnsafeBytes { buffer -> Int32? in
-            guard var pointer = buffer.baseAddress else { return nil }
-            var remaining = buffer.count
-            while remaining > 0 {
-                let written = write(fd, pointer, remaining)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                remaining -= written
-                pointer += written
-            }
-            return nil
-        }
-        if let failure { throw error("write", path, failure) }
+        if let failure = writeFully(fd, data) { throw error("write", path, failure) }
     }
 
     /// Flushes the file's data (and its size) to the disk.
@@ -106,10 +92,7 @@ enum OutboxFiles {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = chunk.withUnsafeMutableBytes { readDescriptor(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw error("read", path)
-            }
+            if count < 0 { throw error("read", path) }
             if count == 0 { return data }
             data.append(contentsOf: chunk[0..<count])
         }
@@ -130,45 +113,4 @@ enum OutboxFiles {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasSuffix(suffix) }.sorted()
     }
-}
-
-/// An exclusive `flock` on a lock file in the outbox directory, held for the outbox's lifetime.
-///
-/// `flock` locks belong to the open file description: a second `Outbox` on the same directory, in this process or
-/// another, fails to take it, and the kernel drops it when the process dies, even by `SIGKILL`.
-final class DirectoryLock: Sendable {
-    /// The lock file's descriptor; -1 once released.
-    private let fd: Locked<Int32>
-
-    init(directory: String) throws(OutboxError) {
-        let path = (directory as NSString).appendingPathComponent("outbox.lock")
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw OutboxFiles.error("open lock file", path) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            close(fd)
-            if code == EWOULDBLOCK { throw OutboxError.directoryInUse(path: directory) }
-            throw OutboxFiles.error("lock", path, code)
-        }
-        self.fd = Locked(fd)
-    }
-
-    /// Releases the lock; idempotent.
-    func release() {
-        fd.withLock { fd in
-            guard fd >= 0 else { return }
-            flock(fd, LOCK_UN)
-            close(fd)
-            fd = -1
-        }
-    }
-
-    deinit {
-        release()
-    }
-}
-
-/// `read(2)`, out of reach of ``OutboxFiles/read(_:)``'s name.
-private func readDescriptor(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(fd, buffer, count)
 }

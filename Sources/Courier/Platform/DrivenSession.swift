@@ -43,14 +43,13 @@ extension SessionDelegate {
     /// On Linux a file body is Courier's ``FileBodyStream`` (``HTTPExchange/makeBodyStream()``) sent with the file's
     /// size as `Content-Length`: a regular file, opened without blocking and checked here, before the task exists, so
     /// that nothing blocks corelibs' shared work queue later (a FIFO opened there froze every URLSession in the
-    /// process); it sends exactly that many bytes and fails the exchange if the file changes size. corelibs frames a
-    /// stream body as chunked; a `Transfer-Encoding` of one space makes libcurl drop its own `Transfer-Encoding:
-    /// chunked` and send no such header at all (a blank custom header only removes libcurl's; `""` would go out as an
-    /// empty header, which strict servers reject). corelibs' `uploadTask(fromFile:)` reads the file with dispatch I/O
-    /// and, when a read completes, unpauses libcurl's handle even after the task was cancelled and the handle removed:
-    /// a `try!` then traps the process (`_EasyHandle._PauseState.setState`, CURLE_BAD_FUNCTION_ARGUMENT), which
-    /// cancelling a file upload midway did about once in 6 runs. A stream is read when libcurl asks for the next piece,
-    /// on corelibs' work queue, so nothing arrives after a cancel; a 200 MiB file upload peaks at about the same memory.
+    /// process); it sends exactly that many bytes and fails the exchange if the file changes size, framed by its
+    /// `Content-Length` (`streamingRequest(_:body:length:)`). corelibs' `uploadTask(fromFile:)` reads the file with
+    /// dispatch I/O and, when a read completes, unpauses libcurl's handle even after the task was cancelled and the
+    /// handle removed: a `try!` then traps the process (`_EasyHandle._PauseState.setState`,
+    /// CURLE_BAD_FUNCTION_ARGUMENT), which cancelling a file upload midway did about once in 6 runs. A stream is read
+    /// when libcurl asks for the next piece, on corelibs' work queue, so nothing arrives after a cancel; a 200 MiB file
+    /// upload peaks at about the same memory.
     ///
     /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the file is not a regular file of the
     ///   measured size or cannot be opened.
@@ -60,10 +59,7 @@ extension SessionDelegate {
         }
         #if canImport(FoundationNetworking)
         _ = file
-        var request = exchange.request
-        request.httpBodyStream = try exchange.makeBodyStream()
-        request.setValue(String(byteCount), forHTTPHeaderField: "Content-Length")
-        request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+        let request = streamingRequest(exchange.request, body: try exchange.makeBodyStream(), length: byteCount)
         return (session.dataTask(with: request), byteCount)
         #else
         return (session.uploadTask(with: exchange.request, fromFile: file), byteCount)
@@ -76,10 +72,10 @@ extension SessionDelegate {
 /// `OperationQueue` operation each; completion handlers of the caller's own tasks and task lists still run elsewhere.
 ///
 /// corelibs hands every delegate callback to `delegateQueue.addOperation { … }`: a `BlockOperation`, a queue insertion
-/// and a thread wake-up per callback, three or more per request (about 60k instructions of a small GET's 630k), and a
-/// body piece waits in that queue without holding libcurl back (a 200 MB body streamed to a delegate peaked anywhere
-/// from 41 to 95 MB). Run inline, a callback costs a function call, and libcurl reads the next piece only after
-/// ``SessionDelegate`` has stored or written this one.
+/// and a thread wake-up per callback, three or more per request (about a tenth of a small GET's cost: see the
+/// Performance article), and a body piece waits in that queue without holding libcurl back, so a large body streamed
+/// to a delegate piled up in memory. Run inline, a callback costs a function call, and libcurl reads the next piece
+/// only after ``SessionDelegate`` has stored or written this one.
 ///
 /// The thread is corelibs' work queue, and every session's work queue targets one serial queue shared by the whole
 /// process (`org.swift.URLSession.SharedQueue`). Code run there must never wait on any session: in Swift 6.3

@@ -72,3 +72,16 @@ func platformErrorCode(_ code: URLError.Code, detail: String?) -> URLError.Code 
     #endif
     return code
 }
+
+/// `request` with `stream` as its body, `length` bytes framed by `Content-Length`, as a task of a corelibs session
+/// sends a file body (the driven session and a caller's session alike). corelibs frames a stream body as chunked; a
+/// `Transfer-Encoding` of one space makes libcurl drop its own `Transfer-Encoding: chunked` and send no such header at
+/// all (a blank custom header only removes libcurl's; `""` would go out as an empty header, which strict servers
+/// reject).
+func streamingRequest(_ request: URLRequest, body stream: InputStream, length: Int64) -> URLRequest {
+    var request = request
+    request.httpBodyStream = stream
+    request.setValue(String(length), forHTTPHeaderField: "Content-Length")
+    request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+    return request
+}

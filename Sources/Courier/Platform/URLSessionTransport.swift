@@ -12,10 +12,12 @@ import FoundationNetworking
 final class DrivenSessionTransport: HTTPTransport {
     let session: URLSession
     let delegate: SessionDelegate
+    private let sessionAdditions: SessionAdditions
 
     init(session: URLSession, delegate: SessionDelegate) {
         self.session = session
         self.delegate = delegate
+        self.sessionAdditions = SessionAdditions(session.configuration)
     }
 
     deinit {
@@ -25,6 +27,11 @@ final class DrivenSessionTransport: HTTPTransport {
     func send(_ exchange: HTTPExchange) async throws {
         try await delegate.send(exchange, on: session)
     }
+
+    /// The session's header fields, cookies and stored credentials (see ``SessionAdditions``).
+    func additions(to request: URLRequest) -> RequestAdditions {
+        sessionAdditions.additions(to: request)
+    }
 }
 
 /// A caller's session that Courier cannot drive, because the session's own delegate receives the callbacks: each
@@ -33,6 +40,17 @@ final class DrivenSessionTransport: HTTPTransport {
 /// on Linux corelibs ignores per-task delegates and follows them itself.
 struct CallerSessionTransport: HTTPTransport {
     let session: URLSession
+    private let sessionAdditions: SessionAdditions
+
+    init(session: URLSession) {
+        self.session = session
+        self.sessionAdditions = SessionAdditions(session.configuration)
+    }
+
+    /// The session's header fields, cookies and stored credentials (see ``SessionAdditions``).
+    func additions(to request: URLRequest) -> RequestAdditions {
+        sessionAdditions.additions(to: request)
+    }
 
     func send(_ exchange: HTTPExchange) async throws {
         // A completion handler gets the body whole, at the end: a stream would wait for a feed that never ends.
@@ -68,10 +86,7 @@ struct CallerSessionTransport: HTTPTransport {
         }
         let task: URLSessionTask
         if let stream {
-            var request = exchange.request
-            request.httpBodyStream = stream.stream
-            request.setValue(String(stream.length), forHTTPHeaderField: "Content-Length")
-            request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+            let request = streamingRequest(exchange.request, body: stream.stream, length: stream.length)
             task = session.dataTask(with: request, completionHandler: call.received)
         } else if case .file(let url, _) = exchange.body {
             task = session.uploadTask(with: exchange.request, fromFile: url, completionHandler: call.received)

@@ -43,7 +43,8 @@ public struct ByteStream: AsyncSequence, Sendable, Decodable {
         var base: StreamIterator<ChunkParser>
 
         /// The next chunk, or `nil` once the body ended.
-        /// - Throws: ``NetworkClientError/transportFailed(_:)`` when the connection dropped, or `CancellationError`.
+        /// - Throws: ``NetworkClientError/transportFailed(_:)`` when the connection dropped,
+        ///   ``StreamError/readerFellBehind(limit:)`` for a reader too far behind, or `CancellationError`.
         public mutating func next() async throws -> Data? {
             if let item = base.nextReady() { return item }
             return try await base.next()

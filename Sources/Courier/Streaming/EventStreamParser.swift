@@ -10,6 +10,10 @@ import Foundation
 ///
 /// The last event ID buffer starts each connection at the last event ID string (as browsers do), so an `id` field of
 /// a block that was cut off by the end of a connection is forgotten with the rest of that block.
+///
+/// One departure from the standard: an `id` whose value holds a control character other than tab is ignored, as the
+/// standard ignores one with U+0000. A reconnection sends the last event ID as `Last-Event-ID`, and no header value
+/// may hold those; ignoring the field keeps the last id that can be sent.
 struct EventStreamParser: Sendable {
     /// The longest line, and the largest data buffer of one event (its `data` values plus one LF each), in bytes.
     let maximumItemSize: Int
@@ -196,8 +200,12 @@ struct EventStreamParser: Sendable {
         } else if name.matches("event") {
             eventTypeBuffer = String(decoding: value, as: UTF8.self)
         } else if name.matches("id") {
-            // UTF-8 encodes U+0000 as the byte 0 and nothing else as it.
-            if !value.contains(0) { lastEventIDBuffer = String(decoding: value, as: UTF8.self) }
+            // The standard ignores an id with U+0000 (UTF-8 encodes it as the byte 0 and nothing else as it). Courier
+            // ignores one with any control character but tab the same way: a reconnection sends the last event ID in
+            // a header, where they may not go, so it resumes from the last id it can send.
+            if value.allSatisfy(HeaderValidation.isAllowedInValue) {
+                lastEventIDBuffer = String(decoding: value, as: UTF8.self)
+            }
         } else if name.matches("retry") {
             if let milliseconds = Self.decimalDigitsValue(value) { retry = milliseconds }
         }

@@ -53,7 +53,8 @@ public struct JSONLines<Element: Decodable & Sendable>: AsyncSequence, Sendable,
         /// The next value, or `nil` once the stream ended.
         /// - Throws: ``NetworkClientError/decodingFailed(underlying:data:)`` for a line that does not decode,
         ///   ``NetworkClientError/responseTooLarge(limit:)`` for a line over the limit,
-        ///   ``NetworkClientError/transportFailed(_:)`` when the connection dropped, or `CancellationError`.
+        ///   ``NetworkClientError/transportFailed(_:)`` when the connection dropped,
+        ///   ``StreamError/readerFellBehind(limit:)`` for a reader too far behind, or `CancellationError`.
         public mutating func next() async throws -> Element? {
             if let item = base.nextReady() { return item }
             return try await base.next()

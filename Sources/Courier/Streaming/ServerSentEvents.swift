@@ -21,7 +21,8 @@ import FoundationNetworking
 ///
 /// The body is parsed as the WHATWG HTML standard's event stream interpretation says: UTF-8 with an optional BOM;
 /// CRLF, LF and CR line endings; comments; `event`, `data` (lines joined with LF), `id` (ignored when it contains
-/// NUL; it persists as the last event ID) and `retry`; a block without data dispatches nothing, and a last block
+/// NUL, and, unlike the standard, any other control character but tab, which `Last-Event-ID` could not carry; it
+/// persists as the last event ID) and `retry`; a block without data dispatches nothing, and a last block
 /// without its blank line is discarded. A line or an event longer than the request's
 /// ``NetworkRequest/maximumStreamItemSize`` (``NetworkConfiguration/defaultMaximumStreamItemSize``, 1 MiB) ends the sequence with
 /// ``NetworkClientError/responseTooLarge(limit:)``.
@@ -55,7 +56,8 @@ public struct ServerSentEvents: AsyncSequence, Sendable, Decodable {
         /// The next event, or `nil` once the stream ended.
         /// - Throws: What ended the stream: ``NetworkClientError/transportFailed(_:)`` when the connection dropped (and
         ///   no reconnection followed), ``NetworkClientError/responseTooLarge(limit:)`` for a line or event over the
-        ///   limit, a status or content type that stopped a reconnection, or `CancellationError`.
+        ///   limit, ``StreamError`` for a reader too far behind or a reconnection policy that gave up, a status or
+        ///   content type that stopped a reconnection, or `CancellationError`.
         public mutating func next() async throws -> ServerSentEvent? {
             if let item = base.nextReady() { return item }
             return try await base.next()

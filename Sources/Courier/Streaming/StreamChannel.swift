@@ -19,14 +19,14 @@ import FoundationNetworking
 ///   ``wakeHolders()``): on Linux every session in the process shares that thread, and holding it would hold them
 ///   all. A reader that takes nothing for a whole hold is not waited for until it reads again. Without holding,
 ///   pieces are buffered up to ``NetworkConfiguration/maximumStreamBacklog`` more, and then the stream ends with
-///   ``NetworkClientError/responseTooLarge(limit:)`` (a transport that runs alone first gives a stalled reader
+///   ``StreamError/readerFellBehind(limit:)`` (a transport that runs alone first gives a stalled reader
 ///   ``NetworkConfiguration/maximumStreamStall`` to read again). Memory stays bounded either way.
 ///
 /// It also carries the opening: ``awaitOpening()`` returns the head once the stream's sink accepted it, or how the
 /// exchange ended without opening (an error status with its body, a redirect to follow, a failure).
 // Every stored `var` is read and written only while `condition` (an NSCondition) is locked; a producer that must be
 // held back waits on it. Continuations are resumed after it is unlocked. The vars are `@exclusivity(unchecked)`: the
-// lock already excludes overlapping access, and the run-time check costs about 100 instructions per access.
+// lock already excludes overlapping access, and the run-time check would repeat it on every access.
 final class StreamChannel: @unchecked Sendable {
     /// How a connection's exchange ended without opening a stream, or that it opened.
     enum Opening: Sendable {
@@ -150,7 +150,7 @@ final class StreamChannel: @unchecked Sendable {
     /// Appends a piece of the body, holding the calling thread while the buffer is full and the reader is reading (see
     /// the type's notes). Returns the body bytes received so far.
     ///
-    /// - Throws: `CancellationError` when the reader went away; ``NetworkClientError/responseTooLarge(limit:)`` when
+    /// - Throws: `CancellationError` when the reader went away; ``StreamError/readerFellBehind(limit:)`` when
     ///   the reader is ``backlog`` bytes past the capacity behind and read nothing for ``stall``.
     func write(_ piece: Data) throws -> Int64 {
         condition.lock()
@@ -188,7 +188,7 @@ final class StreamChannel: @unchecked Sendable {
                 producerWaitsForProgress = false
                 guard readerProgress != before || cancelled else {
                     condition.unlock()
-                    throw NetworkClientError.responseTooLarge(limit: capacity + backlog)
+                    throw StreamError.readerFellBehind(limit: capacity + backlog)
                 }
             } else {
                 break
@@ -200,7 +200,7 @@ final class StreamChannel: @unchecked Sendable {
         }
         if buffered + piece.count > capacity + backlog && buffered > 0 {
             condition.unlock()
-            throw NetworkClientError.responseTooLarge(limit: capacity + backlog)
+            throw StreamError.readerFellBehind(limit: capacity + backlog)
         }
         received += Int64(piece.count)
         let total = received

@@ -25,7 +25,7 @@ extension NetworkConfiguration {
 
     /// How far past ``streamBufferCapacity`` a reader may fall behind a transport that cannot pause and is not held
     /// (beside other calls, or after the reader stalled): 16 MiB. Past it the sequence ends with
-    /// ``NetworkClientError/responseTooLarge(limit:)`` (whose limit is the sum of the capacity and the backlog) and
+    /// ``StreamError/readerFellBehind(limit:)`` (whose limit is the sum of the capacity and the backlog) and
     /// the transfer stops: memory stays bounded whatever the reader does. When the transport runs alone it is held
     /// once more there, for ``maximumStreamStall``, before that.
     public static let maximumStreamBacklog = 16 << 20
@@ -35,43 +35,6 @@ extension NetworkConfiguration {
     /// transport's thread (on Linux, another `URLSession` transfer of the process) ends its stream instead of waiting
     /// for ever.
     public static let maximumStreamStall: TimeInterval = 1
-}
-
-/// When a ``ServerSentEvents`` stream that ends or drops is opened again: the `EventSource` behaviour, opt-in, for
-/// `GET` requests only.
-///
-/// ```swift
-/// let feed = NetworkRequest<VoidRequest, ServerSentEvents>(
-///     path: "/feed", method: .get, reconnection: StreamReconnection(maxAttempts: 5, initialDelay: 1))
-/// ```
-///
-/// When the connection drops or the server ends the body, Courier waits for the server's last `retry` (else
-/// `initialDelay`, with jitter), sends the request again with `Last-Event-ID`, and the sequence goes on with the
-/// events after the last one it yielded: no gap, no repeat, as far as the server honours `Last-Event-ID`. Each
-/// connection that fails to open, or opens and dispatches no event, doubles the wait (up to ``maximumDelay``); after
-/// `maxAttempts` of them in a row the sequence ends with the last error. An HTTP `204`, a status outside the acceptable
-/// ones or a `Content-Type` other than `text/event-stream` ends the sequence at once (with the error, but a `204`).
-///
-/// A request other than `GET` (a chat completion sent with `POST`) is never sent again: its sequence ends with the
-/// connection.
-public struct StreamReconnection: Sendable, Hashable {
-    /// The connections in a row that may fail to open or dispatch no event before the sequence ends; at least 1.
-    public var maxAttempts: Int
-    /// The wait before the first reconnection when the server sent no `retry`, in seconds; the wait is jittered
-    /// between half and all of it, and doubles after each connection that failed.
-    public var initialDelay: TimeInterval
-
-    /// The longest wait between two connections: 60 s, whatever the server's `retry` or the doubling say.
-    public static let maximumDelay: TimeInterval = 60
-
-    /// Creates a reconnection policy.
-    /// - Parameters:
-    ///   - maxAttempts: The failed connections in a row that end the sequence; values below 1 count as 1.
-    ///   - initialDelay: The wait, in seconds, when the server sent no `retry`; negative or NaN values count as 0.
-    public init(maxAttempts: Int, initialDelay: TimeInterval) {
-        self.maxAttempts = max(1, maxAttempts)
-        self.initialDelay = initialDelay > 0 ? min(initialDelay, Self.maximumDelay) : 0
-    }
 }
 
 /// How a streamed response went, for the log entry at its end (``LogEntry/stream``) and for your own measuring.

@@ -54,8 +54,6 @@ final class StreamSource: Sendable {
     private let deadline: DispatchTime?
     /// When the call began (uptime nanoseconds), for the summary's duration.
     private let began: UInt64
-    /// Waits between connections; injected by tests.
-    private let sleep: @Sendable (TimeInterval) async throws -> Void
 
     private struct State: Sendable {
         var channel: StreamChannel
@@ -66,8 +64,8 @@ final class StreamSource: Sendable {
         var earlierItems = 0
         var earlierBytes: Int64 = 0
         var reconnections = 0
-        /// Connections in a row that failed to open or dispatched no event.
-        var failures = 0
+        /// When to open the next connection, and when to give up; `nil` without a reconnection policy.
+        var schedule: ReconnectionSchedule?
         var ended = false
         var observers: [@Sendable (StreamSummary, (any Error)?) -> Void] = []
     }
@@ -76,26 +74,26 @@ final class StreamSource: Sendable {
 
     init(
         connection: StreamChannel, status: Int = 200, maximumItemSize: Int, decoder: JSONDecoder, began: UInt64,
-        reconnection: StreamReconnection? = nil, deadline: DispatchTime? = nil, reopen: Reopen? = nil,
-        sleep: @escaping @Sendable (TimeInterval) async throws -> Void = StreamSource.liveSleep
+        reconnection: StreamReconnection? = nil, deadline: DispatchTime? = nil, reopen: Reopen? = nil
     ) {
         self.maximumItemSize = maximumItemSize
         self.decoder = decoder
         self.began = began
-        self.reconnection = reopen == nil ? nil : reconnection
+        let reconnection = reopen == nil ? nil : reconnection
+        self.reconnection = reconnection
         self.deadline = deadline
         self.reopen = reconnection == nil ? nil : reopen
-        self.sleep = sleep
-        self.state = Locked(State(channel: connection, status: status))
+        var state = State(channel: connection, status: status)
+        // The connection is open: its head arrived.
+        state.schedule = reconnection.map {
+            ReconnectionSchedule(policy: $0, openedAt: $0.environment.monotonicSeconds())
+        }
+        self.state = Locked(state)
     }
 
     deinit {
         // Nobody can read it any more: the transfer stops, and whoever waits for the end hears of it.
         readerLeft()
-    }
-
-    static let liveSleep: @Sendable (TimeInterval) async throws -> Void = { seconds in
-        try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
     }
 
     // MARK: Reading
@@ -119,12 +117,14 @@ final class StreamSource: Sendable {
         state.withLock { $0.channel }.bufferedBytes
     }
 
-    /// The current connection ended (with `error` when not whole): opens another when the policy allows. Returns
-    /// `true` when a new connection is open, `false` when the sequence ends here without an error.
+    /// The current connection ended (with `error` when not whole): opens another when the policy allows (its
+    /// ``ReconnectionSchedule``). Returns `true` when a new connection is open, `false` when the sequence ends here
+    /// without an error.
     ///
     /// - Throws: The error that ends the sequence: `error` itself when it is not a transport failure or the policy
-    ///   does not reconnect, the last failure after ``StreamReconnection/maxAttempts`` in a row, what stops a
-    ///   reconnection at once (a status outside the acceptable ones, a wrong `Content-Type`), or `CancellationError`.
+    ///   does not reconnect; after ``StreamReconnection/maxAttempts`` failed connections in a row, the last one's
+    ///   error, or ``StreamError/gaveUpReconnecting(attempts:)`` when it ended cleanly; what stops a reconnection at
+    ///   once (a status outside the acceptable ones, a wrong `Content-Type`), or `CancellationError`.
     func reconnect(after error: (any Error)?, resumption: StreamResumption) async throws -> Bool {
         // No policy, or a 204 (No Content: the server asks not to reconnect).
         guard let reconnection, let reopen, state.withLock({ $0.status }) != 204 else {
@@ -132,29 +132,27 @@ final class StreamSource: Sendable {
             return false
         }
         if let error, !Self.isReconnectable(error) { throw error }
-        var failures = state.withLock { state in
-            state.failures = resumption.dispatched ? 0 : state.failures + 1
-            return state.failures
-        }
+        let environment = reconnection.environment
+        let ended = environment.monotonicSeconds()
+        var step = state.withLock { $0.schedule?.connectionEnded(at: ended, resumption: resumption) } ?? .giveUp
         var lastError = error
         while true {
-            guard failures < reconnection.maxAttempts else {
-                if let lastError { throw lastError }
-                return false
+            guard case .reconnect(let wait) = step else {
+                throw lastError ?? StreamError.gaveUpReconnecting(attempts: reconnection.maxAttempts)
             }
-            let wait = delay(reconnection, retry: resumption.retry, failures: failures)
             if let deadline {
                 // Never past the request's total timeout: the sequence ends with it.
                 let left = Double(Int64(bitPattern: deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds))
                 if left / 1e9 <= wait {
-                    if left > 0 { try await sleep(left / 1e9) }
-                    throw NetworkClient.wrapped(NetworkClient.timeout, url: nil)
+                    if left > 0 { try await environment.sleep(left / 1e9) }
+                    throw NetworkClientError.deadlinePassed(url: nil)
                 }
             }
-            try await sleep(wait)
+            try await environment.sleep(wait)
             try Task.checkCancellation()
             do {
                 let connection = try await reopen(resumption.lastEventID.isEmpty ? nil : resumption.lastEventID)
+                let opened = environment.monotonicSeconds()
                 let old = state.withLock { state -> StreamChannel? in
                     guard !state.ended else { return nil }
                     let old = state.channel
@@ -163,6 +161,7 @@ final class StreamSource: Sendable {
                     state.channel = connection.channel
                     state.status = connection.head.statusCode
                     state.reconnections += 1
+                    state.schedule?.opened(at: opened)
                     return old
                 }
                 guard old != nil else {
@@ -174,26 +173,9 @@ final class StreamSource: Sendable {
             } catch {
                 guard Self.isReconnectable(error) else { throw error }
                 lastError = error
-                failures = state.withLock { state in
-                    state.failures += 1
-                    return state.failures
-                }
+                step = state.withLock { $0.schedule?.openingFailed(retry: resumption.retry) } ?? .giveUp
             }
         }
-    }
-
-    /// The wait before the next connection: the server's `retry` as it is, else `initialDelay` jittered between half
-    /// and all of it; doubled for each failure in a row; never above ``StreamReconnection/maximumDelay``.
-    private func delay(_ reconnection: StreamReconnection, retry: Int?, failures: Int) -> TimeInterval {
-        var base: TimeInterval
-        if let retry {
-            base = TimeInterval(retry) / 1_000
-        } else {
-            let initial = reconnection.initialDelay
-            base = initial > 0 ? Double.random(in: (initial / 2)...initial) : 0
-        }
-        let doubled = base * pow(2, Double(min(max(0, failures), 30)))
-        return min(doubled, StreamReconnection.maximumDelay)
     }
 
     /// A dropped connection or a timeout reconnects; a status, a wrong content type, a limit or a cancellation ends

@@ -24,6 +24,11 @@ import FoundationNetworking
 /// - A stub matches by method and path (compared after dropping one leading `/`, so `"posts"` and `"/posts"` are the
 ///   same), or by a closure that sees the whole ``Request``. The most recently added matching stub answers, so a test
 ///   can override a default stubbed in `setUp`. Stubs answer any number of times.
+/// - It serves ``Pages`` like any request: a response's URL is the request's, query included, as a server's would be,
+///   and a next page sent to a whole URL (a `Link`, ``NetworkRequest/replacingURL(with:)``) is recorded with that URL's
+///   path and query, so `stub(.get, "/items", …)` serves `https://stub.invalid/items?page=2`. Secrets stay off another
+///   origin as ``NetworkClient`` keeps them: an ``AuthenticatingClient``'s credential, and for such a next page the
+///   `Authorization`, `Cookie` and `Proxy-Authorization` fields.
 /// - Canned bodies behave like the server's: the status is checked against the request's (or the stub client's)
 ///   acceptable status codes, so a 404 throws ``NetworkClientError/unacceptableStatusCode(statusCode:response:data:)``
 ///   with the body, and a 2xx body is decoded the way ``NetworkClient`` decodes it (``VoidResponse`` accepts an empty
@@ -39,9 +44,11 @@ public final class StubNetworkClient: NetworkClientProtocol {
     public struct Request: Sendable, CustomStringConvertible {
         /// The HTTP method.
         public let method: HTTPMethod
-        /// The request's path as given (`nil` when the request has none).
+        /// The request's path as given (`nil` when the request has none). For a request whose whole URL is its base URL
+        /// (a page's `Link`, ``NetworkRequest/replacingURL(with:)``), the path of that URL, relative to the stub's
+        /// ``StubNetworkClient/baseURL`` when it is under it: the path a stub matches.
         public let path: String?
-        /// The request's query items, in order; empty when it has none.
+        /// The request's query items, in order (for a whole URL, its query first); empty when it has none.
         public let queryItems: [URLQueryItem]
         /// The request's form items, in order; empty when it has none.
         public let formItems: [URLFormItem]
@@ -53,7 +60,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
         /// The body as the request holds it, before encoding: a model, a ``FileUpload``, a ``MultipartFormData``;
         /// `nil` when the request has none.
         public let bodyValue: (any Sendable)?
-        /// The request's own base URL, if it overrides the configuration's.
+        /// The request's own base URL, if it overrides the configuration's: for a whole URL under the stub's base URL,
+        /// `nil`; on another origin, that origin.
         public let baseURL: URL?
         /// The name of the request's response type, e.g. `"PostsResponse"`.
         public let responseType: String
@@ -145,7 +153,8 @@ public final class StubNetworkClient: NetworkClientProtocol {
     public let decoder: JSONDecoder
     /// Encodes the bodies of requests that have no encoder of their own, for ``Request/body``.
     public let encoder: JSONEncoder
-    /// The statuses that count as success for canned bodies when the request sets none; `200..<300`.
+    /// The statuses that count as success for canned bodies when the request sets none;
+    /// ``NetworkConfiguration/defaultAcceptableStatusCodes`` (`200..<300`) by default.
     public let acceptableStatusCodes: Set<Int>
 
     /// Creates a stub client with no stubs.
@@ -154,12 +163,13 @@ public final class StubNetworkClient: NetworkClientProtocol {
     ///   - decoder: The decoder for canned bodies; a plain `JSONDecoder()` by default. Pass your configuration's
     ///     `defaultDecoder` to decode exactly as your real client does.
     ///   - encoder: The encoder for recorded request bodies; a plain `JSONEncoder()` by default.
-    ///   - acceptableStatusCodes: The statuses of canned bodies that count as success; `200..<300` by default.
+    ///   - acceptableStatusCodes: The statuses of canned bodies that count as success;
+    ///     ``NetworkConfiguration/defaultAcceptableStatusCodes`` (`200..<300`) by default.
     public init(
         baseURL: URL = URL(string: "https://stub.invalid")!,
         decoder: JSONDecoder = JSONDecoder(),
         encoder: JSONEncoder = JSONEncoder(),
-        acceptableStatusCodes: Set<Int> = Set(200..<300)
+        acceptableStatusCodes: Set<Int> = NetworkConfiguration.defaultAcceptableStatusCodes
     ) {
         self.baseURL = baseURL
         self.decoder = decoder
@@ -286,18 +296,15 @@ public final class StubNetworkClient: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         try Task.checkCancellation()
-        if networkRequest.isLocalQuery { return try answerFacts() }
-        let (scoped, credentialWithheld) = withCredentialScope(networkRequest)
+        let (scoped, credentialWithheld) = keepingSecrets(networkRequest)
         let request = try record(scoped)
-        if let listener = SendReportListener.current {
-            let scope = networkRequest.credentialScope?.headerNames ?? []
-            SendReportListener.deliver(
+        if networkRequest.wantsSendReport {
+            networkRequest.report(
                 SendReport(
-                    request: nil, unsentHeaders: request.headers, unsentBody: request.body,
-                    configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders, credentialHeaders: scope,
-                    base: BaseURL(request.baseURL ?? baseURL),
-                    credentialWithheld: credentialWithheld),
-                to: listener)
+                    request: nil, headers: request.headers, body: request.body,
+                    configuredSensitiveHeaders: Redaction.alwaysSensitiveHeaders,
+                    credentialHeaders: networkRequest.credentialScope?.headerNames ?? [],
+                    base: BaseURL(request.baseURL ?? baseURL), credentialWithheld: credentialWithheld))
         }
         // Matchers are the caller's code: they run outside the lock, so that one may read `requests`.
         let stubs = state.withLock { state -> [Stub] in
@@ -345,30 +352,29 @@ public final class StubNetworkClient: NetworkClientProtocol {
 
     // MARK: Private
 
-    /// Answers a ``ClientFacts`` query (from an ``Outbox``) with the stub's coders.
-    private func answerFacts<ResponseModel>() throws -> NetworkResponse<ResponseModel> {
-        let facts = ClientFacts(sensitiveHeaders: Redaction.alwaysSensitiveHeaders, encoder: encoder, decoder: decoder)
-        guard let facts = facts as? ResponseModel else {
-            throw StubNetworkClientError.typeMismatch(
-                request: "client facts", expected: String(reflecting: ResponseModel.self),
-                actual: String(reflecting: ClientFacts.self))
-        }
-        return NetworkResponse(value: facts, response: response(for: nil, 200, [:]))
-    }
-
-    /// `request` without an ``AuthenticatingClient``'s credential when it goes to another origin than ``baseURL``'s
-    /// or those the authenticating client names, as ``NetworkClient`` sends it.
-    private func withCredentialScope<RequestModel, ResponseModel>(
+    /// `request` as ``NetworkClient`` sends it: without an ``AuthenticatingClient``'s credential when it goes to
+    /// another origin than ``baseURL``'s or those the authenticating client names, and, when it continues another
+    /// request on another origin (``NetworkRequest/replacingURL(with:)``), without the header fields Courier always
+    /// treats as secrets (the stub's sensitive headers), by the rule of a cross-origin redirect. Returns whether the
+    /// credential was withheld.
+    private func keepingSecrets<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>
     ) -> (NetworkRequest<RequestModel, ResponseModel>, withheld: Bool) {
-        guard let scope = request.credentialScope, let origin = Origin.of(request.baseURL ?? baseURL),
-            origin != Origin.of(baseURL), !scope.additionalOrigins.contains(origin)
-        else { return (request, false) }
         var request = request
-        request.additionalHeaders = request.additionalHeaders?.filter {
-            !scope.headerNames.contains($0.key.lowercased())
+        let scope = request.credentialScope
+        var withheld = false
+        if let scope, !scope.allows(Origin.of(request.baseURL ?? baseURL), configured: Origin.of(baseURL)) {
+            request.additionalHeaders = request.additionalHeaders?.filter { !scope.covers($0.key) }
+            withheld = true
         }
-        return (request, true)
+        if let replaced = request.replacedFrom, let headers = request.additionalHeaders {
+            let removed = Redirects.withheldHeaders(
+                among: headers.keys,
+                sensitiveHeaders: Redaction.alwaysSensitiveHeaders.subtracting(scope?.headerNames ?? []),
+                from: replaced.resolved(configured: Origin.of(baseURL)), to: request.baseURL ?? baseURL)
+            for name in removed { request.additionalHeaders?[name] = nil }
+        }
+        return (request, withheld)
     }
 
     private func add(
@@ -382,16 +388,21 @@ public final class StubNetworkClient: NetworkClientProtocol {
         _ request: NetworkRequest<RequestModel, ResponseModel>
     ) throws -> Request {
         let body = try BodyKinds.kind(of: request)?.bytesInMemory(with: request.encoder ?? encoder)
+        let place = StubPlace(of: request, under: baseURL)
         return Request(
-            method: request.method, path: request.path, queryItems: request.queryItems ?? [],
+            method: request.method, path: place.path, queryItems: place.queryItems,
             formItems: request.formItems ?? [], headers: request.additionalHeaders ?? [:], body: body,
-            bodyValue: request.body, baseURL: request.baseURL, responseType: String(reflecting: ResponseModel.self))
+            bodyValue: request.body, baseURL: place.baseURL, responseType: String(reflecting: ResponseModel.self))
     }
 
+    /// A response from the URL the request went to, as ``NetworkClient`` would have built it: the base URL, the path
+    /// and the query.
     private func response(for request: Request?, _ statusCode: Int, _ headers: [String: String]) -> HTTPURLResponse {
-        let base = (request?.baseURL ?? baseURL).absoluteString
-        let path = Self.normalized(request?.path ?? "")
-        let url = URL(string: base + (path.isEmpty ? "" : "/" + path)) ?? baseURL
+        let url =
+            request.flatMap {
+                try? BaseURL($0.baseURL ?? baseURL).appending(
+                    path: $0.path, queryItems: $0.queryItems.isEmpty ? nil : $0.queryItems)
+            } ?? baseURL
         return HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
             ?? HTTPURLResponse(url: baseURL, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: [:])!
     }

@@ -48,7 +48,7 @@ struct DownloadWriter: Sendable {
         }
         if let partial, lseek(descriptor, off_t(partial.length), SEEK_SET) != off_t(partial.length) {
             let reason = "the partial download cannot be continued: \(RegularFile.describe(errno))"
-            _ = systemClose(descriptor)
+            closeDescriptor(descriptor)
             throw NetworkClientError.fileAccessFailed(url: partial.file, reason: reason)
         }
         self.file = URL(fileURLWithPath: path)
@@ -62,23 +62,11 @@ struct DownloadWriter: Sendable {
     ///
     /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the disk refuses it (full, for example).
     mutating func write(_ data: Data) throws {
-        let written = data.withUnsafeBytes { buffer -> Int in
-            var offset = 0
-            while offset < buffer.count {
-                let result = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    return -1
-                }
-                offset += result
-            }
-            return offset
-        }
-        guard written == data.count else {
-            let reason = "the download cannot be written: \(RegularFile.describe(errno))"
+        if let failure = writeFully(descriptor, data) {
+            let reason = "the download cannot be written: \(RegularFile.describe(failure))"
             throw NetworkClientError.fileAccessFailed(url: file, reason: reason)
         }
-        length += Int64(written)
+        length += Int64(data.count)
     }
 
     /// Closes the file and returns what a later run can resume from, or `nil` (the file is then deleted) when the
@@ -100,20 +88,11 @@ struct DownloadWriter: Sendable {
 
     /// Closes the file, leaving it in place.
     func close() {
-        _ = systemClose(descriptor)
+        closeDescriptor(descriptor)
     }
 
     /// The device and inode of the file written (by its descriptor, whatever its path now names), or `nil`.
     func identity() -> RegularFile.Identity? {
         RegularFile.identity(ofDescriptor: descriptor)
     }
-}
-
-// The C library's `write` and `close`, under names the writer's own methods do not shadow.
-private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, buffer, count)
-}
-
-private func systemClose(_ descriptor: Int32) -> Int32 {
-    close(descriptor)
 }

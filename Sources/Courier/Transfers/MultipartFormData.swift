@@ -224,16 +224,14 @@ public struct MultipartFormData: Encodable, Sendable {
     /// A name or file name inside quotes: `"`, CR and LF percent-encoded, as browsers do.
     static func escaped(_ text: String) -> String {
         guard text.contains(where: { $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else { return text }
-        var result = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "%22"
-            case "\r": result += "%0D"
-            case "\n": result += "%0A"
-            default: result.unicodeScalars.append(scalar)
+        return text.replacingScalars {
+            switch $0 {
+            case "\"": "%22"
+            case "\r": "%0D"
+            case "\n": "%0A"
+            default: nil
             }
         }
-        return result
     }
 
     /// A random boundary that occurs in none of `contents`.
@@ -245,9 +243,4 @@ public struct MultipartFormData: Encodable, Sendable {
             if !contents.contains(where: { $0.range(of: bytes) != nil }) { return boundary }
         }
     }
-}
-
-/// The C library's `close`.
-private func closeDescriptor(_ descriptor: Int32) {
-    _ = close(descriptor)
 }

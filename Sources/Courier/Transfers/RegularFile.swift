@@ -106,11 +106,7 @@ enum RegularFile {
     /// Reads up to `count` bytes at `offset` into `buffer`, retrying when interrupted: the count read (0 at the end of
     /// the file), or `-1` with `errno` set.
     static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
-        while true {
-            let result = pread(descriptor, buffer, count, off_t(offset))
-            if result < 0 && errno == EINTR { continue }
-            return result
-        }
+        readDescriptor(descriptor, buffer, count, at: offset)
     }
 
     /// `strerror` of `code`, with its symbolic name for the common ones (`EACCES`, `ENOENT`…).
@@ -259,9 +255,4 @@ final class FileBodyStream: InputStream {
         handler?(error)
         return -1
     }
-}
-
-/// The C library's `close`, under a name that `InputStream.close()` does not shadow.
-private func closeDescriptor(_ descriptor: Int32) {
-    _ = close(descriptor)
 }

@@ -36,6 +36,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public let ownsClient: Bool
     /// Set once ``shutdown()`` ran.
     private let shutDown = NIOLockedValueBox(false)
+    /// The connect timeout, when the client connects to servers directly (no proxy): a chain that does not verify is
+    /// then diagnosed (``CertificateDiagnosis``). `nil` when a proxy is in the way, or unknown.
+    private let directConnectTimeout: TimeAmount?
 
     /// A transport over `client`, which stays yours: shut it down after the last request (the transport never does).
     ///
@@ -48,6 +51,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         if Self.followsRedirects(client) { throw .clientFollowsRedirects }
         self.client = client
         self.ownsClient = false
+        self.directConnectTimeout = Self.directConnectTimeout(of: client)
     }
 
     /// A transport over an `HTTPClient` it creates from
@@ -73,12 +77,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ) throws(AsyncHTTPClientTransportError) {
         let configuration = try Self.configuration(
             tls: tls, proxy: proxy, httpVersion: httpVersion, connectTimeout: connectTimeout)
-        self.init(owned: HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration))
+        self.init(
+            owned: HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration),
+            directConnectTimeout: proxy == nil ? connectTimeout : nil)
     }
 
-    private init(owned client: HTTPClient) {
+    private init(owned client: HTTPClient, directConnectTimeout: TimeAmount?) {
         self.client = client
         self.ownsClient = true
+        self.directConnectTimeout = directConnectTimeout
     }
 
     deinit {
@@ -95,6 +102,17 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return false
         }
         return String(describing: redirects).contains("follow")
+    }
+
+    /// The connect timeout of `client` when it has no proxy, read by reflection as ``followsRedirects(_:)`` reads;
+    /// `nil` when it has one or when reflection finds nothing.
+    static func directConnectTimeout(of client: HTTPClient) -> TimeAmount? {
+        guard let configuration = Mirror(reflecting: client).descendant("configuration"),
+            let proxy = Mirror(reflecting: configuration).descendant("proxy"),
+            Mirror(reflecting: proxy).displayStyle == .optional, Mirror(reflecting: proxy).children.isEmpty
+        else { return nil }
+        let connect = Mirror(reflecting: configuration).descendant("timeout", "connect", "some") as? TimeAmount
+        return connect ?? defaultConnectTimeout
     }
 
     /// The limit on opening a connection in a client the transport creates: 10 seconds.
@@ -138,16 +156,34 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Sends `exchange.request` once with ``client`` and reports the response as it arrives. See ``HTTPTransport``.
     ///
+    /// **Idle timeout.** The request's `timeoutInterval` (``NetworkRequest/timeoutInterval``, or what an interceptor
+    /// set; `URLRequest`'s 60 seconds by default) bounds each silence: until the response head, and between two pieces
+    /// of the body, as `URLSession` counts it. Each request body piece sent starts the silence again, and so does each
+    /// response piece; the time the transport waits for a stream's reader does not count. When a silence lasts the
+    /// whole interval, the request is cancelled (its connection closed) and the exchange fails with
+    /// `URLError(.timedOut)`. A value that is not a positive number counts as 60 seconds.
+    ///
     /// Before it reads each next piece of the body it waits for ``HTTPExchange/readyForMore()``: a streamed response
     /// (`ServerSentEvents`, `JSONLines`, `ByteStream`) whose reader is behind holds the server back through the
     /// connection, without holding a thread; when Courier needs no more, it stops reading and the request ends.
     ///
-    /// - Throws: A `URLError` that says why the exchange failed (see ``AsyncHTTPClientTransportError/urlError(for:)``).
+    /// **Certificates.** When the server's certificate chain does not verify, the transport opens one more connection
+    /// to the server (unless a proxy is configured), reads the chain in a TLS handshake it aborts, and says why:
+    /// `.serverCertificateHasBadDate` when a certificate of the chain has expired or is not yet valid, else
+    /// `.serverCertificateHasUnknownRoot` (not issued by an authority the client trusts; self-signed; a missing
+    /// intermediate). A certificate for another host is `.serverCertificateUntrusted`.
+    ///
+    /// - Throws: A `URLError` that says why the exchange failed (see ``AsyncHTTPClientTransportError/urlError(for:)``),
+    ///   with a fixed description.
     public func send(_ exchange: HTTPExchange) async throws {
         // Courier stops an exchange (deadline, size limit) outside the caller's task: the work runs in a task that a
-        // stop cancels. AsyncHTTPClient cancels a request whose task is cancelled.
-        let work = Task { try await run(exchange) }
+        // stop or the idle timeout cancels. AsyncHTTPClient cancels a request whose task is cancelled.
+        let idle = IdleWatch(timeout: Self.idleTimeout(of: exchange.request))
+        let work = Task { try await run(exchange, idle: idle) }
+        idle.whenExpired { work.cancel() }
         exchange.whenStopped { work.cancel() }
+        idle.start()
+        defer { idle.end() }
         do {
             try await withTaskCancellationHandler {
                 try await work.value
@@ -155,11 +191,45 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 work.cancel()
             }
         } catch {
-            throw AsyncHTTPClientTransportError.urlError(for: error)
+            if idle.expired {
+                throw AsyncHTTPClientTransportError.urlError(.timedOut, AsyncHTTPClientTransportError.Text.timedOut)
+            }
+            throw await urlError(for: error, url: exchange.request.url)
         }
     }
 
-    private func run(_ exchange: HTTPExchange) async throws {
+    /// `error` as a `URLError`, a chain that did not verify diagnosed (see ``CertificateDiagnosis``).
+    private func urlError(for error: any Error, url: URL?) async -> URLError {
+        let failure = AsyncHTTPClientTransportError.urlError(for: error)
+        guard AsyncHTTPClientTransportError.isUnverifiedChain(error), let timeout = directConnectTimeout,
+            let url, url.scheme?.lowercased() == "https", var host = url.host, !host.isEmpty
+        else { return failure }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        switch await CertificateDiagnosis.code(host: host, port: url.port ?? 443, timeout: timeout) {
+        case .serverCertificateHasBadDate:
+            return AsyncHTTPClientTransportError.urlError(
+                .serverCertificateHasBadDate, AsyncHTTPClientTransportError.Text.badDate)
+        case .serverCertificateHasUnknownRoot:
+            return AsyncHTTPClientTransportError.urlError(
+                .serverCertificateHasUnknownRoot, AsyncHTTPClientTransportError.Text.unknownRoot)
+        default:
+            return failure
+        }
+    }
+
+    /// The idle timeout of `request`, in seconds: its `timeoutInterval`, at most Courier's
+    /// `NetworkConfiguration.maximumTimeout`; 60 seconds (`URLRequest`'s default) when it is not a positive number.
+    static func idleTimeout(of request: URLRequest) -> TimeInterval {
+        let interval = request.timeoutInterval
+        guard interval > 0 else { return 60 }  // NaN compares false.
+        return min(interval, NetworkConfiguration.maximumTimeout)
+    }
+
+    /// Request bodies up to this size go out in one piece; larger ones in pieces of this size, each a sign of life
+    /// for the idle timeout and a progress report: 64 KiB.
+    static let bodyPieceSize = 64 * 1024
+
+    private func run(_ exchange: HTTPExchange, idle: IdleWatch) async throws {
         let sent = exchange.request
         guard let url = sent.url else { throw URLError(.badURL) }
         var request = HTTPClientRequest(url: url.absoluteString)
@@ -168,26 +238,35 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         switch exchange.body {
         case .none:
             break
-        case .data(let data):
+        case .data(let data) where data.count <= Self.bodyPieceSize:
             request.body = .bytes(ByteBuffer(data: data))
             exchange.sent(0, of: Int64(data.count))
+        case .data(let data):
+            let pieces = BodyPieces(exchange: exchange, idle: idle, source: .data(data))
+            request.body = .stream(pieces, length: .known(Int64(data.count)))
         case .file(_, let byteCount):
             // Read with Courier's checks (a regular file of `byteCount` bytes; a stop ends the stream).
-            let chunks = FileBodyChunks(exchange: exchange, byteCount: byteCount)
-            request.body = .stream(chunks, length: .known(byteCount))
+            let pieces = BodyPieces(exchange: exchange, idle: idle, source: .file(byteCount: byteCount))
+            request.body = .stream(pieces, length: .known(byteCount))
         }
         let response = try await client.execute(request, deadline: .distantFuture)
-        if case .data(let data) = exchange.body { exchange.sent(Int64(data.count), of: Int64(data.count)) }
+        if case .data(let data) = exchange.body, data.count <= Self.bodyPieceSize {
+            exchange.sent(Int64(data.count), of: Int64(data.count))
+        }
         // A client that follows redirects answers with the last hop's response: Courier's rules were bypassed.
         if response.history.count > 1 { throw AsyncHTTPClientTransportError.clientFollowsRedirects }
         guard let head = Self.head(of: response, for: url) else { throw URLError(.badServerResponse) }
+        idle.pause()
         guard exchange.receive(head) else { return }
         // AsyncHTTPClient reads the socket only while its body sequence is asked for more (it buffers one piece), so
         // waiting for Courier before each next piece holds the server back through this connection while a stream's
-        // reader is behind: no thread is held meanwhile, and what is buffered stays bounded.
+        // reader is behind: no thread is held meanwhile, and what is buffered stays bounded. The idle timeout counts
+        // only the wait for the server.
         var pieces = response.body.makeAsyncIterator()
         while await exchange.readyForMore() {
+            idle.resume()
             guard let buffer = try await pieces.next() else { return }
+            idle.pause()
             guard exchange.receive(Data(buffer: buffer, byteTransferStrategy: .noCopy)) else { return }
         }
     }

@@ -49,13 +49,17 @@ public struct TLSOptions: Sendable {
         self.minimumVersion = minimumVersion
     }
 
-    /// The NIOSSL configuration for a client. Hostnames are always verified.
+    /// The NIOSSL configuration for a client. Hostnames are always verified, and a connection closes at once
+    /// (`shutdownTimeout` zero): it sends its `close_notify` and does not wait for the server's. NIOSSL waits 5 seconds
+    /// by default, reading whatever the server sends meanwhile, which kept a stopped exchange's connection open and
+    /// reading.
     ///
     /// - Throws: ``AsyncHTTPClientTransportError/invalidPEM(_:)`` when a certificate or key cannot be read.
     public func makeTLSConfiguration() throws(AsyncHTTPClientTransportError) -> TLSConfiguration {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = minimumVersion
         configuration.certificateVerification = .fullVerification
+        configuration.shutdownTimeout = .zero
         switch trustRoots {
         case .system:
             configuration.trustRoots = .default

@@ -78,16 +78,16 @@ final class TestServer: Sendable {
 
     private let channel: any Channel
     private let state = NIOLockedValueBox<(requests: [Request], closed: Int, written: Int)>(([], 0, 0))
-    private let closedSignal: AsyncStream<Void>.Continuation
-    /// One element for each connection the server saw close.
-    let closures: AsyncStream<Void>
+    private let closedSignal: AsyncStream<ContinuousClock.Instant>.Continuation
+    /// When each connection the server saw closed.
+    let closures: AsyncStream<ContinuousClock.Instant>
     let port: Int
     let scheme: String
 
     /// Starts a server; `tls` makes it HTTPS.
     init(tls: TLSConfiguration? = nil, route: @escaping Route) async throws {
         let context = try tls.map { try NIOSSLContext(configuration: $0) }
-        (closures, closedSignal) = AsyncStream.makeStream(of: Void.self)
+        (closures, closedSignal) = AsyncStream.makeStream(of: ContinuousClock.Instant.self)
         let box = Box()
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -126,7 +126,7 @@ final class TestServer: Sendable {
 
     fileprivate func recordClosed() {
         state.withLockedValue { $0.closed += 1 }
-        closedSignal.yield()
+        closedSignal.yield(ContinuousClock.now)
     }
 
     /// Reaches the server from its connections' handlers once it is started.

@@ -37,9 +37,10 @@ public struct CourierClientTransport: ClientTransport {
     /// How response bodies reach the generated client; ``ResponseBodies/streamed`` by default.
     public let responseBodies: ResponseBodies
     /// The largest streamed body of a JSON response (`application/json`, `…+json`), which the generated client
-    /// collects whole before it decodes it; ``defaultMaximumJSONBodySize`` (100 MiB) by default. A larger one ends the
-    /// body's iteration with ``NetworkClientError/responseTooLarge(limit:)`` and stops the transfer. Other streamed
-    /// bodies (events, JSON lines, binary) are the reader's to bound.
+    /// collects whole before it decodes it; ``defaultMaximumJSONBodySize`` (100 MiB) by default. A larger one fails
+    /// with ``CourierClientTransportError/jsonBodyTooLarge(limit:)`` and the transfer stops: at the head when its
+    /// `Content-Length` says so (nothing of the body is read), else from the body's iteration once it passes the
+    /// limit. Other streamed bodies (events, JSON lines, binary) are the reader's to bound.
     public let maximumJSONBodySize: Int
 
     /// How a response body reaches the generated client.
@@ -95,7 +96,9 @@ public struct CourierClientTransport: ClientTransport {
     ///   not send, a URL that cannot be built), or what ``client`` throws when no response arrived
     ///   (``NetworkClientError/transportFailed(_:)``, `CancellationError`, …); the generated client wraps it in its
     ///   `ClientError`. A streamed body that fails after the head throws from its iteration (the connection dropped:
-    ///   ``NetworkClientError/transportFailed(_:)``).
+    ///   ``NetworkClientError/transportFailed(_:)``; a JSON body over ``maximumJSONBodySize``:
+    ///   ``CourierClientTransportError/jsonBodyTooLarge(limit:)``). A status Courier does not accept whose body is
+    ///   larger than Courier's size limit throws ``NetworkClientError/responseTooLarge(limit:)``.
     public func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
@@ -121,10 +124,16 @@ public struct CourierClientTransport: ClientTransport {
                         options: options))
                 let head = try Self.head(of: response)
                 let length = Self.length(of: head, method: method)
+                let isJSON = Self.isJSON(head)
+                // A JSON body that says it is larger than the limit is refused before it is read; dropping the
+                // stream closes its connection.
+                if isJSON, case .known(let declared) = length, declared > Int64(maximumJSONBodySize) {
+                    throw CourierClientTransportError.jsonBodyTooLarge(limit: maximumJSONBodySize)
+                }
                 // Iterated once: the HTTPBody's iterator is the stream's, so reading it drives the transfer. A JSON
                 // body, which the generated client collects whole, is held to a limit as it arrives.
                 let body =
-                    Self.isJSON(head)
+                    isJSON
                     ? HTTPBody(
                         BoundedChunks(base: response.value, limit: maximumJSONBodySize), length: length,
                         iterationBehavior: .single)
@@ -140,7 +149,13 @@ public struct CourierClientTransport: ClientTransport {
         } catch NetworkClientError.unacceptableStatusCode(_, let head, let data) {
             // A status the configuration does not accept: the decorators have seen it as a failure; the generated
             // client gets it as the response it documents, with its body (read whole under Courier's size limit).
-            return (Self.response(head), HTTPBody(data ?? Data()))
+            let body = data ?? Data()
+            // Courier keeps a streamed call's error body up to its size limit and stops there: one that declared more
+            // was cut at the limit, and is not handed over as if whole.
+            if case .known(let declared) = Self.length(of: head, method: method), declared > Int64(body.count) {
+                throw NetworkClientError.responseTooLarge(limit: body.count)
+            }
+            return (Self.response(head), HTTPBody(body))
         }
     }
 
@@ -196,16 +211,34 @@ public struct CourierClientTransport: ClientTransport {
     }
 }
 
-/// Why ``CourierClientTransport`` could not send an operation.
-public enum CourierClientTransportError: Error, Sendable, Equatable {
+/// Why ``CourierClientTransport`` could not send an operation, or read its response.
+public enum CourierClientTransportError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The HTTP method is not one Courier sends (``Courier/HTTPMethod``).
     case unsupportedMethod(String)
     /// The base URL and the generated path do not make a URL.
     case invalidURL
+    /// A streamed JSON body is larger than `limit` bytes, the transport's
+    /// ``CourierClientTransport/maximumJSONBodySize``: its `Content-Length` said so (nothing was read), or it passed
+    /// the limit as it arrived. The transfer was stopped.
+    case jsonBodyTooLarge(limit: Int)
+
+    /// A description safe to log.
+    public var description: String {
+        switch self {
+        case .unsupportedMethod(let method):
+            return "The HTTP method \(String(reflecting: String(method.prefix(40)))) is not one Courier sends."
+        case .invalidURL:
+            return "The server URL and the operation's path do not make a URL."
+        case .jsonBodyTooLarge(let limit):
+            return
+                "The JSON response body is larger than the limit of \(limit) bytes "
+                + "(CourierClientTransport.maximumJSONBodySize); the transfer was stopped."
+        }
+    }
 }
 
-/// A body's chunks, ended with ``NetworkClientError/responseTooLarge(limit:)`` once they pass `limit` bytes (the
-/// stream is dropped, which stops its transfer).
+/// A body's chunks, ended with ``CourierClientTransportError/jsonBodyTooLarge(limit:)`` once they pass `limit` bytes
+/// (the stream is dropped, which stops its transfer).
 struct BoundedChunks: AsyncSequence, Sendable {
     typealias Element = Data
 
@@ -222,7 +255,7 @@ struct BoundedChunks: AsyncSequence, Sendable {
             total += chunk.count
             guard total <= limit else {
                 base = nil
-                throw NetworkClientError.responseTooLarge(limit: limit)
+                throw CourierClientTransportError.jsonBodyTooLarge(limit: limit)
             }
             return chunk
         }
