@@ -52,11 +52,9 @@ struct PagesTests {
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
     private func interceptedConfiguration(_ server: LoopbackServer) -> NetworkConfiguration {
         let configuration = server.configuration(sensitiveHeaders: ["X-Api-Key"])
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization")
-            return request
-        }
+        configuration.interceptors = [
+            RequestChange { $0.setValue("Bearer from-interceptor", forHTTPHeaderField: "Authorization") }
+        ]
         return configuration
     }
 

@@ -73,11 +73,7 @@ struct SendReportTests {
     func seesTheRequestAsSent() async throws {
         let server = try echoServer()
         let configuration = server.configuration(sensitiveHeaders: ["X-Session"])
-        configuration.interceptor = { request in
-            var request = request
-            request.setValue("t-1", forHTTPHeaderField: "X-Trace")
-            return request
-        }
+        configuration.interceptors = [RequestChange { $0.setValue("t-1", forHTTPHeaderField: "X-Trace") }]
         let store = TokenStore(token: "tok-1")
         let log = AuditLog()
         // Above the authenticator and below it: the report is the bottom client's, wherever the decorator sits.
@@ -205,8 +201,7 @@ struct SendReportTests {
     func sharedCall() async throws {
         let gate = Gate()
         let server = try gatedServer(gate, answering: .echo())
-        let shared = DeduplicatingClient(
-            wrapping: NetworkClient(configuration: server.configuration(sensitiveHeaders: ["X-Session"])))
+        let shared = NetworkClient(configuration: server.configuration(sensitiveHeaders: ["X-Session"])).deduplicated()
         let logs = (0..<3).map { _ in AuditLog() }
         let callers = logs.map { log in
             Task {
@@ -229,7 +224,7 @@ struct SendReportTests {
     @Test("The stub reports what it recorded; a test double of the user's own reports with the public initializer")
     func doubles() async throws {
         let stub = StubNetworkClient()
-        stub.stub(.get, "/me", status: 204)
+        stub.stub(.get, "/me", statusCode: 204)
         let log = AuditLog()
         let client = AuditingClient(
             wrapping: stub.authenticated(by: TokenStore(token: "tok-1").authenticator), record: log.sink)
