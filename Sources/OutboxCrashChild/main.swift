@@ -1,4 +1,4 @@
-// The child process of the outbox crash test (Tests/CourierTests/OutboxCrashTests.swift). Not a product.
+// The child process of the outbox crash test (Tests/CourierTests/Outbox/OutboxCrashTests.swift). Not a product.
 //
 // OutboxCrashChild <directory> <server base URL> <ack file> <handled file> <entries> <workers> <seed> <trace file>
 //
