@@ -120,6 +120,9 @@ struct StreamChannelTests {
                 outcome.withLock { $0 = .success(pieces) }
             } catch {
                 outcome.withLock { $0 = .failure(error) }
+                // As a transport does: the exchange ends with the error, so a reader waiting in next() hears of it
+                // instead of waiting for pieces that will never come.
+                channel.transportEnded(.failed(error), as: .failure(error))
             }
         }
         thread.start()
@@ -184,7 +187,8 @@ struct StreamChannelTests {
     @Test("A reader that reads again within the stall keeps its stream: the producer is held again")
     func readerComesBack() async throws {
         let channel = StreamChannel(
-            capacity: 64 * 1_024, backlog: 256 * 1_024, hold: 0.05, stall: 5, mayHoldTransport: { true })
+            capacity: 64 * 1_024, backlog: 256 * 1_024, hold: 0.05, stall: 30, mayHoldTransport: { true })
+        // A stall of 30 s: a reader kept off the processor by a loaded machine is still a reader.
         let producer = produce(channel, pieces: 100, size: 16 * 1_024)
         // Nothing read until the producer has run into the backlog and waits for the reader.
         #expect(await eventually { channel.bufferedBytes > 256 * 1_024 })
