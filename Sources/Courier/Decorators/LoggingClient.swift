@@ -110,7 +110,11 @@ final class LoggingDecorator: NetworkClientProtocol {
             source.onEnd { [self] summary, error in
                 log(
                     networkRequest, report, start: start, status: status, response: nil, data: nil, error: error,
-                    metrics: metrics, stream: .ended(summary))
+                    metrics: metrics,
+                    stream: .ended(
+                        items: summary.items, reconnections: summary.reconnections,
+                        endedByReader: summary.endedByReader),
+                    streamedBytes: summary.bytes)
             }
             return response
         } catch {
@@ -136,7 +140,7 @@ final class LoggingDecorator: NetworkClientProtocol {
     private func log<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, _ report: SendReport?, start: UInt64, status: Int?,
         response: HTTPURLResponse?, data: Data?, error: (any Error)?, metrics: RequestMetrics?,
-        stream: StreamLogPhase? = nil, cacheStatus: CacheStatus = .network
+        stream: StreamLogPhase? = nil, streamedBytes: Int64? = nil, cacheStatus: CacheStatus = .network
     ) {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
@@ -174,8 +178,7 @@ final class LoggingDecorator: NetworkClientProtocol {
                 ? ResponseKinds.logPlaceholder(of: ResponseModel.self)
                 : data.flatMap { redactor.body($0, limit: maximumBodyLength, scrubbing: secrets) }
         }
-        var responseSize = data?.count
-        if case .ended(let summary) = stream { responseSize = Int(clamping: summary.bytes) }
+        let responseSize = streamedBytes.map { Int(clamping: $0) } ?? data?.count
         sink(
             LogEntry(
                 level: level, method: request.method, statusCode: status, duration: duration,
@@ -236,8 +239,9 @@ extension NetworkClientProtocol {
     ///
     /// - **One entry per call, two per stream.** A streamed response (``ServerSentEvents``, ``JSONLines``,
     ///   ``ByteStream``) writes one entry when `run` returns at its head (``LogEntry/stream`` is
-    ///   ``StreamLogPhase/opened``) and one when the sequence ends (``StreamLogPhase/ended(_:)``, with the items and
-    ///   bytes read): to count calls, leave out the entries whose `stream` is `.ended`.
+    ///   ``StreamLogPhase/opened``) and one when the sequence ends
+    ///   (``StreamLogPhase/ended(items:reconnections:endedByReader:)``, with the items read; its
+    ///   ``LogEntry/responseSize`` counts the bytes): to count calls, leave out the entries whose `stream` is `.ended`.
     /// - **Redacted**, at every level: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, the
     ///   configuration's ``NetworkConfiguration/sensitiveHeaders``, the authenticator's credential, URL user info, a
     ///   bare query name, and the headers, query parameters and JSON or form body fields that `redaction` names or
