@@ -19,8 +19,8 @@ import FoundationNetworking
 ///
 /// This holds wherever the logger sits in a stack of decorators, including decorators you write: the client at the
 /// bottom of the stack reports what it sent (the final headers and body, and which header names are secrets) in a
-/// ``SendReport`` to the ``SendRecorder`` the logger puts on the request, so the logger never has to find the
-/// configuration. A request the bottom client did not report (a test double of your own, or a call cancelled before it
+/// ``SendReport`` to the logger, which asks for it as any decorator can (``NetworkClientProtocol/runReporting(_:)``),
+/// so the logger never has to find the configuration. A request the bottom client did not report (a test double of your own, or a call cancelled before it
 /// was sent) is logged from the request itself, and then only the values of headers that are never secrets
 /// (`Accept`, `Content-Type`, `User-Agent` and the like) are shown: the configuration's sensitive names are not known.
 ///
@@ -89,6 +89,8 @@ final class LoggingDecorator: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         let start = now()
+        // What `runReporting` does, without its `Result`: one more generic type the runtime would look up on every
+        // call of this unspecialized `run`.
         let recorder = SendRecorder()
         do {
             let response = try await wrapped.run(networkRequest.reporting(to: recorder))
