@@ -234,3 +234,13 @@ extension StubNetworkClient {
         stub(method, path, statusCode: status, data: data, headers: headers)
     }
 }
+
+// MARK: - Outbox: the rewrite hook's type written out
+
+extension Outbox {
+    /// Courier 0.1's name for the type of the `rewrite` hook of
+    /// ``Outbox/init(directory:client:rules:retryPolicy:limits:secrets:paused:rewrite:)``, which now spells the
+    /// closure's type out: `@Sendable (OutboxRequest) async throws -> OutboxRequest`.
+    @available(*, deprecated, message: "Write the hook's type: @Sendable (OutboxRequest) async throws -> OutboxRequest")
+    public typealias Rewrite = @Sendable (OutboxRequest) async throws -> OutboxRequest
+}

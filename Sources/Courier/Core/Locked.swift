@@ -16,7 +16,7 @@ import Android
 ///
 /// The value and the lock live in one allocation. `NSLock` was one object more, and on Linux one `malloc` more for its
 /// mutex, per lock, in allocation and in teardown: a call creates several locks (its transport call, its exchange, a
-/// ``SendRecorder`` per decorator that records).
+/// `SendRecorder` per decorator that asks for the send report).
 struct Locked<State> {
     private let storage: LockedStorage<State>
 

@@ -7,21 +7,20 @@ import FoundationNetworking
 /// What the client at the bottom of a stack sent for one attempt of a request: the request as it went out, which of
 /// its header fields are secrets, and where it went.
 ///
-/// A decorator reads it from a ``SendRecorder`` that it puts on the request it forwards
-/// (``NetworkRequest/reporting(to:)``): the client at the bottom (``NetworkClient``, ``StubNetworkClient``) hands its
-/// report to every recorder the request carries, before it sends. The report reaches a decorator through any
-/// decorator between it and the bottom that forwards the request it was given, changed or not, in the same task or
-/// another; ``DeduplicatingClient`` hands the report of a shared call to each caller's recorders. Courier's
-/// ``LoggingClient`` redacts with it and ``AuthenticatingClient`` reads ``credentialWithheld`` from it; yours can do
-/// the same:
+/// A decorator gets it by running the request it forwards with ``NetworkClientProtocol/runReporting(_:)``: the client
+/// at the bottom (``NetworkClient``, ``StubNetworkClient``) reports what it sends, before it sends, to every decorator
+/// above it that asked. The report reaches a decorator through any decorator between it and the bottom that forwards
+/// the request it was given, changed or not, in the same task or another; ``DeduplicatingClient`` hands the report of
+/// a shared call to each caller. Courier's logger redacts with it and ``AuthenticatingClient`` reads
+/// ``credentialWithheld`` from it; yours can do the same:
 ///
 /// ```swift
-/// let recorder = SendRecorder()
-/// let response = try await wrapped.run(networkRequest.reporting(to: recorder))
-/// let sent = recorder.lastReport  // nil when the client at the bottom reported nothing
+/// let (result, sent) = await wrapped.runReporting(networkRequest)
+/// // `sent` is nil when the client at the bottom reported nothing.
+/// return try result.get()
 /// ```
 ///
-/// A report is made only for a request that carries a recorder, so a stack without one pays nothing for it.
+/// A report is made only for a request whose run asked for one, so a stack without one pays nothing for it.
 public final class SendReport: Sendable {
     /// The request handed to the transport: its URL, method and every header field after the interceptors, with a
     /// credential applied or withheld, and its `httpBody` when the body was in memory. `nil` when the call failed
@@ -100,32 +99,15 @@ public final class SendReport: Sendable {
     }
 }
 
-/// Keeps the ``SendReport`` of each attempt of the requests that carry it (``NetworkRequest/reporting(to:)``): the
-/// last one wins, as the last attempt is the one whose outcome the caller gets.
-///
-/// Make one per call, put it on the request you forward, and read ``lastReport`` once the call returned or threw:
-///
-/// ```swift
-/// let recorder = SendRecorder()
-/// do {
-///     let response = try await wrapped.run(networkRequest.reporting(to: recorder))
-///     note(recorder.lastReport, response.statusCode)
-///     return response
-/// } catch {
-///     note(recorder.lastReport, nil)
-///     throw error
-/// }
-/// ```
-public final class SendRecorder: Sendable {
+/// Keeps the ``SendReport`` of the last attempt of the requests that carry it (``NetworkRequest/reporting(to:)``):
+/// what ``NetworkClientProtocol/runReporting(_:)`` returns, and what Courier's decorators read.
+final class SendRecorder: Sendable {
     private let received = Locked<SendReport?>(nil)
 
-    /// Creates a recorder with no report.
-    public init() {}
+    init() {}
 
-    /// The report of the last attempt; `nil` when none arrived: the client at the bottom reports nothing (a test
-    /// double of your own that does not call ``NetworkRequest/report(_:)``), or the call ended before it reached
-    /// the bottom (a cancellation while it waited in a queue, an error of a decorator).
-    public var lastReport: SendReport? {
+    /// The report of the last attempt; `nil` when none arrived.
+    var lastReport: SendReport? {
         received.withLock { $0 }
     }
 
@@ -147,14 +129,13 @@ final class SendRecorders: Sendable {
 
 extension NetworkRequest {
     /// This request, reporting what the client at the bottom sends for it to `recorder` as well as to the recorders it
-    /// already carries (those of the decorators above yours).
+    /// already carries (those of the decorators above): the mechanism of
+    /// ``NetworkClientProtocol/runReporting(_:)``.
     ///
     /// The recorders are not part of what the request sends or of its identity: ``DeduplicatingClient`` still shares
     /// a call between requests that carry different ones, and hands each caller's recorders the shared call's
     /// report.
-    /// - Parameter recorder: Receives the report of each attempt.
-    /// - Returns: A copy of the request that carries `recorder`.
-    public func reporting(to recorder: SendRecorder) -> NetworkRequest {
+    func reporting(to recorder: SendRecorder) -> NetworkRequest {
         var copy = self
         copy.sendRecorders = SendRecorders(recorder, next: sendRecorders)
         return copy
@@ -164,7 +145,7 @@ extension NetworkRequest {
     /// building one when not.
     public var wantsSendReport: Bool { sendRecorders != nil }
 
-    /// Hands `report` to every recorder this request carries. For a client at the bottom of a stack: ``NetworkClient``
+    /// Hands `report` to every decorator above that asked for it (``NetworkClientProtocol/runReporting(_:)``). For a client at the bottom of a stack: ``NetworkClient``
     /// and ``StubNetworkClient`` call it before they send; a test double of your own can call it too, so that the
     /// decorators above it redact what it was sent as they do over ``NetworkClient``.
     /// - Parameter report: What is sent for this attempt.
@@ -173,6 +154,39 @@ extension NetworkRequest {
         while let node = next {
             node.recorder.receive(report)
             next = node.next
+        }
+    }
+}
+
+extension NetworkClientProtocol {
+    /// Runs `networkRequest` like ``run(_:)`` and returns its outcome with the ``SendReport`` of its last attempt:
+    /// what the client at the bottom of the stack sent (the `URLRequest` after the interceptors and the credential,
+    /// the names of the header fields that are secrets, the base URL, whether a credential was withheld). For a
+    /// decorator that logs, audits or decides by what was sent:
+    ///
+    /// ```swift
+    /// let (result, sent) = await wrapped.runReporting(networkRequest)
+    /// note(sent, try? result.get().statusCode)
+    /// return try result.get()
+    /// ```
+    ///
+    /// The report is the last attempt's (under a ``RetryingClient``, the one whose outcome `result` is); for a call
+    /// shared by ``DeduplicatingClient``, the shared call's. It is taken in every decorator order, through any
+    /// decorator that forwards the request it was given, in the same task or another.
+    /// - Parameter networkRequest: The request to run.
+    /// - Returns: `result`, the response or the error ``run(_:)`` threw, unchanged (`CancellationError` included);
+    ///   `sent`, the report of the last attempt, `nil` when none arrived: the client at the bottom reports nothing (a
+    ///   test double of your own that does not call ``NetworkRequest/report(_:)``), or the call ended before it
+    ///   reached the bottom (a cancellation while it waited in a queue, an error of a decorator).
+    public func runReporting<RequestModel, ResponseModel>(
+        _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
+    ) async -> (result: Result<NetworkResponse<ResponseModel>, any Error>, sent: SendReport?) {
+        let recorder = SendRecorder()
+        do {
+            let response = try await run(networkRequest.reporting(to: recorder))
+            return (.success(response), recorder.lastReport)
+        } catch {
+            return (.failure(error), recorder.lastReport)
         }
     }
 }

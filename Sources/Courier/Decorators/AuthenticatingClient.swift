@@ -116,14 +116,17 @@ final class AuthenticatingDecorator<Authenticator: Courier.Authenticator>: Netwo
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>, credential: Authenticator.Credential,
         sentGeneration: Int, failures: Int, deadline: DispatchTime?
     ) async throws -> NetworkResponse<ResponseModel> {
-        let recorder = SendRecorder()
-        do {
-            return try await wrapped.run(authorized(networkRequest, with: credential).reporting(to: recorder))
-        } catch let error where authenticator.isRejection(error) && recorder.lastReport?.credentialWithheld != true {
+        let (result, sent) = await wrapped.runReporting(authorized(networkRequest, with: credential))
+        switch result {
+        case .success(let response):
+            return response
+        case .failure(let error) where authenticator.isRejection(error) && sent?.credentialWithheld != true:
             // A credential withheld from another origin was never seen by the server: nothing to renew.
             return try await runRenewed(
                 networkRequest, rejected: credential, sentGeneration: sentGeneration, failures: failures,
                 deadline: deadline)
+        case .failure(let error):
+            throw error
         }
     }
 

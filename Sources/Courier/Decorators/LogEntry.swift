@@ -59,7 +59,8 @@ public struct LogEntry: Sendable, CustomStringConvertible {
     public let metrics: RequestMetrics?
 
     /// For a streamed response (``ServerSentEvents``, ``JSONLines``, ``ByteStream``), which of its two entries this
-    /// is: ``StreamLogPhase/opened`` when `run` returned at the head, ``StreamLogPhase/ended(_:)`` when the sequence
+    /// is: ``StreamLogPhase/opened`` when `run` returned at the head,
+    /// ``StreamLogPhase/ended(items:reconnections:endedByReader:)`` when the sequence
     /// ended (``duration`` then runs to the end, ``responseSize`` counts every body byte and ``error`` is what ended
     /// it); `nil` for any other response.
     public internal(set) var stream: StreamLogPhase? = nil
@@ -107,16 +108,16 @@ public struct LogEntry: Sendable, CustomStringConvertible {
         switch stream {
         case nil: break
         case .opened: line.append(", stream opened")
-        case .ended(let summary):
+        case .ended(let items, let reconnections, let endedByReader):
             line.append(", ")
-            line.append(summary.items)
+            line.append(items)
             line.append(" items")
-            if summary.reconnections > 0 {
+            if reconnections > 0 {
                 line.append(", ")
-                line.append(summary.reconnections)
+                line.append(reconnections)
                 line.append(" reconnections")
             }
-            if summary.endedByReader { line.append(", stopped by the reader") }
+            if endedByReader { line.append(", stopped by the reader") }
         }
         if let responseSize {
             line.append(", ")
@@ -195,6 +196,13 @@ public struct LogEntry: Sendable, CustomStringConvertible {
 public enum StreamLogPhase: Sendable, Hashable {
     /// `run` returned at the head: the stream opened. The entry's ``LogEntry/duration`` is the time to the head.
     case opened
-    /// The sequence ended: cleanly, with an error, or because the reader stopped (``StreamSummary/endedByReader``).
-    case ended(StreamSummary)
+    /// The sequence ended: cleanly, with an error (the entry's ``LogEntry/error``), or because the reader stopped.
+    /// The entry's ``LogEntry/duration`` runs from the call to the end and its ``LogEntry/responseSize`` counts the
+    /// body bytes of every connection.
+    /// - Parameters:
+    ///   - items: The items the reader took: events, lines or chunks.
+    ///   - reconnections: The connections opened again after the first (``StreamReconnection``); `0` without.
+    ///   - endedByReader: Whether the reader stopped before the end: it broke out of its loop, dropped the sequence
+    ///     or was cancelled.
+    case ended(items: Int, reconnections: Int, endedByReader: Bool)
 }

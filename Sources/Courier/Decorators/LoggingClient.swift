@@ -19,8 +19,8 @@ import FoundationNetworking
 ///
 /// This holds wherever the logger sits in a stack of decorators, including decorators you write: the client at the
 /// bottom of the stack reports what it sent (the final headers and body, and which header names are secrets) in a
-/// ``SendReport`` to the ``SendRecorder`` the logger puts on the request, so the logger never has to find the
-/// configuration. A request the bottom client did not report (a test double of your own, or a call cancelled before it
+/// ``SendReport`` to the logger, which asks for it as any decorator can (``NetworkClientProtocol/runReporting(_:)``),
+/// so the logger never has to find the configuration. A request the bottom client did not report (a test double of your own, or a call cancelled before it
 /// was sent) is logged from the request itself, and then only the values of headers that are never secrets
 /// (`Accept`, `Content-Type`, `User-Agent` and the like) are shown: the configuration's sensitive names are not known.
 ///
@@ -89,6 +89,8 @@ final class LoggingDecorator: NetworkClientProtocol {
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
         let start = now()
+        // What `runReporting` does, without its `Result`: one more generic type the runtime would look up on every
+        // call of this unspecialized `run`.
         let recorder = SendRecorder()
         do {
             let response = try await wrapped.run(networkRequest.reporting(to: recorder))
@@ -110,7 +112,11 @@ final class LoggingDecorator: NetworkClientProtocol {
             source.onEnd { [self] summary, error in
                 log(
                     networkRequest, report, start: start, status: status, response: nil, data: nil, error: error,
-                    metrics: metrics, stream: .ended(summary))
+                    metrics: metrics,
+                    stream: .ended(
+                        items: summary.items, reconnections: summary.reconnections,
+                        endedByReader: summary.endedByReader),
+                    streamedBytes: summary.bytes)
             }
             return response
         } catch {
@@ -136,7 +142,7 @@ final class LoggingDecorator: NetworkClientProtocol {
     private func log<RequestModel, ResponseModel>(
         _ request: NetworkRequest<RequestModel, ResponseModel>, _ report: SendReport?, start: UInt64, status: Int?,
         response: HTTPURLResponse?, data: Data?, error: (any Error)?, metrics: RequestMetrics?,
-        stream: StreamLogPhase? = nil, cacheStatus: CacheStatus = .network
+        stream: StreamLogPhase? = nil, streamedBytes: Int64? = nil, cacheStatus: CacheStatus = .network
     ) {
         let end = now()
         let duration = TimeInterval(end >= start ? end - start : 0) / 1e9
@@ -174,8 +180,7 @@ final class LoggingDecorator: NetworkClientProtocol {
                 ? ResponseKinds.logPlaceholder(of: ResponseModel.self)
                 : data.flatMap { redactor.body($0, limit: maximumBodyLength, scrubbing: secrets) }
         }
-        var responseSize = data?.count
-        if case .ended(let summary) = stream { responseSize = Int(clamping: summary.bytes) }
+        let responseSize = streamedBytes.map { Int(clamping: $0) } ?? data?.count
         sink(
             LogEntry(
                 level: level, method: request.method, statusCode: status, duration: duration,
@@ -236,8 +241,9 @@ extension NetworkClientProtocol {
     ///
     /// - **One entry per call, two per stream.** A streamed response (``ServerSentEvents``, ``JSONLines``,
     ///   ``ByteStream``) writes one entry when `run` returns at its head (``LogEntry/stream`` is
-    ///   ``StreamLogPhase/opened``) and one when the sequence ends (``StreamLogPhase/ended(_:)``, with the items and
-    ///   bytes read): to count calls, leave out the entries whose `stream` is `.ended`.
+    ///   ``StreamLogPhase/opened``) and one when the sequence ends
+    ///   (``StreamLogPhase/ended(items:reconnections:endedByReader:)``, with the items read; its
+    ///   ``LogEntry/responseSize`` counts the bytes): to count calls, leave out the entries whose `stream` is `.ended`.
     /// - **Redacted**, at every level: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, the
     ///   configuration's ``NetworkConfiguration/sensitiveHeaders``, the authenticator's credential, URL user info, a
     ///   bare query name, and the headers, query parameters and JSON or form body fields that `redaction` names or

@@ -50,11 +50,6 @@ public final class Outbox: Sendable {
     /// The header every attempt of an entry carries: a UUID chosen at enqueue, or the request's own value.
     public static let idempotencyHeader = "Idempotency-Key"
 
-    /// Changes a stored request right before each send: for example to replace a local identifier in the path by
-    /// the one the server assigned. It runs on every attempt and its output is not stored. If it throws, the attempt
-    /// counts as a passing failure and is retried after the backoff.
-    public typealias Rewrite = @Sendable (OutboxRequest) async throws -> OutboxRequest
-
     /// The directory the outbox keeps its journal, lock and quarantine in.
     public let directory: URL
     /// The client every entry is sent through: its interceptors, authenticator and logger apply.
@@ -73,7 +68,8 @@ public final class Outbox: Sendable {
     /// The client's sensitive header names and default coders, as given when the outbox was opened.
     public let rules: Rules
 
-    let rewrite: Rewrite?
+    /// Changes a stored request right before each send (the initializer's `rewrite`).
+    let rewrite: (@Sendable (OutboxRequest) async throws -> OutboxRequest)?
     /// Every sensitive header name, lowercased: the rules' and those that always are.
     let sensitiveHeaders: Set<String>
 
@@ -112,7 +108,10 @@ public final class Outbox: Sendable {
     ///     leave its fragment out, for example `LogRedaction(nameFragments: ["password", "secret", "apikey"])`.
     ///   - paused: `true` to open without sending, for example to register handlers first; then call ``resume()``.
     ///     `false` by default.
-    ///   - rewrite: Runs before each send and may change the request (``Rewrite``); `nil` by default.
+    ///   - rewrite: Changes a stored request right before each send, for example to replace a local identifier in the
+    ///     path by the one the server assigned; `nil` (the default) sends it as stored. It runs on every attempt and
+    ///     its output is not stored. If it throws, the attempt counts as a passing failure and is retried after the
+    ///     backoff.
     /// - Throws: ``OutboxError/directoryInUse(path:)`` when another outbox holds the directory,
     ///   ``OutboxError/storageFailed(operation:path:code:)`` when it cannot be created or read.
     public convenience init(
@@ -123,7 +122,7 @@ public final class Outbox: Sendable {
         limits: Limits = Limits(),
         secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
-        rewrite: Rewrite? = nil
+        rewrite: (@Sendable (OutboxRequest) async throws -> OutboxRequest)? = nil
     ) throws {
         try self.init(
             directory: directory, client: client, rules: rules, retryPolicy: retryPolicy, limits: limits,
@@ -139,7 +138,7 @@ public final class Outbox: Sendable {
         limits: Limits = Limits(),
         secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
-        rewrite: Rewrite? = nil,
+        rewrite: (@Sendable (OutboxRequest) async throws -> OutboxRequest)? = nil,
         environment: RetryEnvironment,
         segmentSize: Int = 4 * 1024 * 1024
     ) throws {

@@ -18,8 +18,8 @@ public struct OutboxEntry: Sendable, Hashable {
     public let enqueuedAt: Date
 }
 
-/// The request an ``Outbox`` sends for an entry, as stored: what the `rewrite` hook (``Outbox/Rewrite``) may change
-/// before each send.
+/// The request an ``Outbox`` sends for an entry, as stored: what the `rewrite` hook of
+/// ``Outbox/init(directory:client:rules:retryPolicy:limits:secrets:paused:rewrite:)`` may change before each send.
 ///
 /// The body is already encoded (JSON, `Data` or form), so no Swift type is needed to send it after a restart.
 public struct OutboxRequest: Sendable, Hashable {

@@ -91,7 +91,7 @@ extension Outbox {
         sensitiveHeaders: Set<String> = [],
         secrets: LogRedaction = LogRedaction(),
         paused: Bool = false,
-        rewrite: Rewrite? = nil
+        rewrite: (@Sendable (OutboxRequest) async throws -> OutboxRequest)? = nil
     ) throws {
         var rules = (client as? NetworkClient).map { Rules($0.configuration) } ?? Rules()
         if let encoder { rules.encoder = encoder }

@@ -38,34 +38,14 @@ public struct ByteStream: AsyncSequence, Sendable, Decodable {
         throw StreamContent<Data>.notDecodable(Self.self)
     }
 
-    /// The iterator; see ``ByteStream`` for what ends it.
-    public struct Iterator: AsyncIteratorProtocol {
-        var base: StreamIterator<ChunkParser>
-
-        /// The next chunk, or `nil` once the body ended.
-        /// - Throws: ``NetworkClientError/transportFailed(_:)`` when the connection dropped,
-        ///   ``StreamError/readerFellBehind(limit:)`` for a reader too far behind, or `CancellationError`.
-        public mutating func next() async throws -> Data? {
-            if let item = base.nextReady() { return item }
-            return try await base.next()
-        }
-
-        /// The next item, as ``next()``; what a `for try await` loop calls (Swift 6).
-        @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Data? {
-            if let item = base.nextReady() { return item }
-            return try await base.next()
-        }
-    }
-
     /// Makes the one iterator of this stream: a second one ends at once with
     /// ``NetworkClientError/invalidRequest(reason:)``.
-    public func makeAsyncIterator() -> Iterator {
+    public func makeAsyncIterator() -> StreamIterator<Data> {
         switch content {
         case .canned(let chunks):
-            return Iterator(base: StreamIterator(canned: chunks, parser: ChunkParser()))
+            return StreamIterator(canned: chunks)
         case .live(let source):
-            return Iterator(base: StreamIterator(source: source, parser: ChunkParser(), kind: "ByteStream"))
+            return StreamIterator(source: source, parser: ChunkParser(), kind: "ByteStream")
         }
     }
 }

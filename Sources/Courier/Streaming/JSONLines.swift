@@ -46,41 +46,16 @@ public struct JSONLines<Element: Decodable & Sendable>: AsyncSequence, Sendable,
         throw StreamContent<Element>.notDecodable(Self.self)
     }
 
-    /// The iterator; see ``JSONLines`` for what ends it.
-    public struct Iterator: AsyncIteratorProtocol {
-        var base: StreamIterator<LinesParser<Element>>
-
-        /// The next value, or `nil` once the stream ended.
-        /// - Throws: ``NetworkClientError/decodingFailed(underlying:data:)`` for a line that does not decode,
-        ///   ``NetworkClientError/responseTooLarge(limit:)`` for a line over the limit,
-        ///   ``NetworkClientError/transportFailed(_:)`` when the connection dropped,
-        ///   ``StreamError/readerFellBehind(limit:)`` for a reader too far behind, or `CancellationError`.
-        public mutating func next() async throws -> Element? {
-            if let item = base.nextReady() { return item }
-            return try await base.next()
-        }
-
-        /// The next item, as ``next()``; what a `for try await` loop calls (Swift 6).
-        @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
-            if let item = base.nextReady() { return item }
-            return try await base.next()
-        }
-    }
-
     /// Makes the one iterator of this stream: a second one ends at once with
     /// ``NetworkClientError/invalidRequest(reason:)``.
-    public func makeAsyncIterator() -> Iterator {
+    public func makeAsyncIterator() -> StreamIterator<Element> {
         switch content {
         case .canned(let elements):
-            return Iterator(
-                base: StreamIterator(canned: elements, parser: LinesParser(maximumItemSize: 0, decoder: JSONDecoder())))
+            return StreamIterator(canned: elements)
         case .live(let source):
-            return Iterator(
-                base: StreamIterator(
-                    source: source,
-                    parser: LinesParser(maximumItemSize: source.maximumItemSize, decoder: source.decoder),
-                    kind: "JSONLines"))
+            return StreamIterator(
+                source: source, parser: LinesParser(maximumItemSize: source.maximumItemSize, decoder: source.decoder),
+                kind: "JSONLines")
         }
     }
 }

@@ -49,39 +49,15 @@ public struct ServerSentEvents: AsyncSequence, Sendable, Decodable {
         throw StreamContent<ServerSentEvent>.notDecodable(Self.self)
     }
 
-    /// The iterator; see ``ServerSentEvents`` for what ends it.
-    public struct Iterator: AsyncIteratorProtocol {
-        var base: StreamIterator<EventParser>
-
-        /// The next event, or `nil` once the stream ended.
-        /// - Throws: What ended the stream: ``NetworkClientError/transportFailed(_:)`` when the connection dropped (and
-        ///   no reconnection followed), ``NetworkClientError/responseTooLarge(limit:)`` for a line or event over the
-        ///   limit, ``StreamError`` for a reader too far behind or a reconnection policy that gave up, a status or
-        ///   content type that stopped a reconnection, or `CancellationError`.
-        public mutating func next() async throws -> ServerSentEvent? {
-            if let item = base.nextReady() { return item }
-            return try await base.next()
-        }
-
-        /// The next item, as ``next()``; what a `for try await` loop calls (Swift 6).
-        @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> ServerSentEvent? {
-            if let item = base.nextReady() { return item }
-            return try await base.next()
-        }
-    }
-
     /// Makes the one iterator of this stream: a second one ends at once with
     /// ``NetworkClientError/invalidRequest(reason:)``.
-    public func makeAsyncIterator() -> Iterator {
+    public func makeAsyncIterator() -> StreamIterator<ServerSentEvent> {
         switch content {
         case .canned(let events):
-            return Iterator(base: StreamIterator(canned: events, parser: EventParser(maximumItemSize: 0)))
+            return StreamIterator(canned: events)
         case .live(let source):
-            return Iterator(
-                base: StreamIterator(
-                    source: source, parser: EventParser(maximumItemSize: source.maximumItemSize),
-                    kind: "ServerSentEvents"))
+            return StreamIterator(
+                source: source, parser: EventParser(maximumItemSize: source.maximumItemSize), kind: "ServerSentEvents")
         }
     }
 }

@@ -37,31 +37,16 @@ extension NetworkConfiguration {
     public static let maximumStreamStall: TimeInterval = 1
 }
 
-/// How a streamed response went, for the log entry at its end (``LogEntry/stream``) and for your own measuring.
-public struct StreamSummary: Sendable, Hashable {
+/// How a streamed response went, for the log entry at its end (``StreamLogPhase/ended(items:reconnections:endedByReader:)``).
+struct StreamSummary: Sendable, Hashable {
     /// The items the reader took: events, lines or chunks.
-    public var items: Int
+    var items: Int
     /// The body bytes received, over every connection.
-    public var bytes: Int64
+    var bytes: Int64
     /// The connections opened again after the first (``StreamReconnection``).
-    public var reconnections: Int
+    var reconnections: Int = 0
     /// Seconds from the call to the end of the sequence.
-    public var duration: TimeInterval
+    var duration: TimeInterval
     /// Whether the reader stopped before the end: it broke out of its loop, dropped the sequence or was cancelled.
-    public var endedByReader: Bool
-
-    /// Creates a summary.
-    /// - Parameters:
-    ///   - items: The items read.
-    ///   - bytes: The body bytes received.
-    ///   - reconnections: The connections opened after the first; `0` by default.
-    ///   - duration: Seconds from the call to the end.
-    ///   - endedByReader: Whether the reader stopped first; `false` by default.
-    public init(items: Int, bytes: Int64, reconnections: Int = 0, duration: TimeInterval, endedByReader: Bool = false) {
-        self.items = items
-        self.bytes = bytes
-        self.reconnections = reconnections
-        self.duration = duration
-        self.endedByReader = endedByReader
-    }
+    var endedByReader: Bool = false
 }

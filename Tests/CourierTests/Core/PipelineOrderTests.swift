@@ -84,7 +84,7 @@ struct PipelineWorld: Sendable {
             case .authenticated: client = client.authenticated(by: store.authenticator)
             case .deduplicated: client = client.deduplicated()
             case .sequential: client = client.sequential()
-            // The user's own decorator: it forwards `run` and reads what was sent through the public SendRecorder.
+            // The user's own decorator: it forwards `run` and reads what was sent through the public runReporting.
             case .forwarding: client = AuditingClient(wrapping: client, record: audit.sink)
             }
         }

@@ -4,8 +4,8 @@ import Testing
 
 @testable import Courier
 
-/// A decorator written as the "Writing a decorator" article shows it: it puts a `SendRecorder` on the request it
-/// forwards and hands on the request as the client at the bottom sent it, secrets redacted. It knows nothing of
+/// A decorator written as the "Writing a decorator" article shows it: it runs the request it forwards with
+/// `runReporting` and hands on the request as the client at the bottom sent it, secrets redacted. It knows nothing of
 /// Courier's other decorators.
 final class AuditingClient: NetworkClientProtocol {
     struct Record: Sendable {
@@ -26,15 +26,9 @@ final class AuditingClient: NetworkClientProtocol {
     func run<RequestModel, ResponseModel>(
         _ networkRequest: NetworkRequest<RequestModel, ResponseModel>
     ) async throws -> NetworkResponse<ResponseModel> {
-        let recorder = SendRecorder()
-        do {
-            let response = try await wrapped.run(networkRequest.reporting(to: recorder))
-            audit(recorder.lastReport, failed: false)
-            return response
-        } catch {
-            audit(recorder.lastReport, failed: true)
-            throw error
-        }
+        let (result, sent) = await wrapped.runReporting(networkRequest)
+        audit(sent, failed: (try? result.get()) == nil)
+        return try result.get()
     }
 
     private func audit(_ report: SendReport?, failed: Bool) {
@@ -104,14 +98,13 @@ struct SendReportTests {
     @Test("The report names the configuration's and the credential's secrets, and the base URL")
     func reportFields() async throws {
         let server = try echoServer()
-        let recorder = SendRecorder()
         let configuration = server.configuration(sensitiveHeaders: ["X-Session"])
         let client = NetworkClient(configuration: configuration).authenticated(by: KeyAuthenticator())
         let request = Echo(path: "a", method: .post, additionalHeaders: ["X-Session": "s-1"])
         #expect(!request.wantsSendReport)
-        #expect(request.reporting(to: recorder).wantsSendReport)
-        _ = try await client.run(request.reporting(to: recorder))
-        let report = try #require(recorder.lastReport)
+        let (result, sent) = await client.runReporting(request)
+        _ = try result.get()
+        let report = try #require(sent)
         #expect(report.sensitiveHeaders.isSuperset(of: ["authorization", "cookie", "x-session", "x-api-key"]))
         #expect(report.baseURL == configuration.baseURL)
         #expect(report.request?.httpMethod == "POST")
@@ -127,15 +120,15 @@ struct SendReportTests {
         let client = AuditingClient(wrapping: server.client(), record: log.sink)
         await #expect(throws: NetworkClientError.self) { try await client.run(Echo(path: "busy", method: .get)) }
 
-        let recorder = SendRecorder()
         let refused = Echo(path: "x", method: .get, additionalHeaders: ["X-Bad": "line\r\nbreak", "X-Ok": "1"])
         let plain = server.client()
-        await #expect(throws: NetworkClientError.self) { try await plain.run(refused.reporting(to: recorder)) }
+        let (result, sent) = await plain.runReporting(refused)
+        #expect(throws: NetworkClientError.self) { try result.get() }
 
         #expect(log.all.map(\.failed) == [true])
         #expect(log.all.first?.url?.path == "/busy")
         // Nothing was sent: no request, the request's own headers, and still the configuration's base URL.
-        let report = try #require(recorder.lastReport)
+        let report = try #require(sent)
         #expect(report.request == nil)
         #expect(report.headers == ["X-Bad": "line\r\nbreak", "X-Ok": "1"])
         #expect(report.baseURL == plain.configuration.baseURL)
@@ -149,9 +142,9 @@ struct SendReportTests {
         let other = try echoServer(host: "localhost")
         let store = TokenStore(token: "tok-1")
         let client = main.client().authenticated(by: store.authenticator)
-        let recorder = SendRecorder()
-        _ = try await client.run(Echo(path: "o", method: .get, baseURL: other.baseURL).reporting(to: recorder))
-        let report = try #require(recorder.lastReport)
+        let (result, sent) = await client.runReporting(Echo(path: "o", method: .get, baseURL: other.baseURL))
+        _ = try result.get()
+        let report = try #require(sent)
         #expect(report.credentialWithheld)
         #expect(field("Authorization", in: report.headers) == nil)
         #expect(report.baseURL == other.baseURL)
@@ -242,6 +235,14 @@ struct SendReportTests {
         #expect(entry.requestHeaders.first { $0.name == "X-Custom" }?.value == "<redacted>")
         #expect(entry.requestHeaders.first { $0.name == "X-Plain" }?.value == "shown")
         #expect(entry.url.hasPrefix("https://double.invalid/v1/p"))
+
+        // Straight over the double: runReporting hands back what it reported.
+        let (result, sent) = await double.runReporting(
+            NetworkRequest<VoidRequest, VoidResponse>(path: "p", method: .get, additionalHeaders: ["X-Custom": "c-2"]))
+        #expect((try? result.get())?.statusCode == 204)
+        #expect(sent?.headers == ["X-Custom": "c-2"])
+        #expect(sent?.sensitiveHeaders.contains("x-custom") == true)
+        #expect(sent?.baseURL == URL(string: "https://double.invalid/v1"))
     }
 
     @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)

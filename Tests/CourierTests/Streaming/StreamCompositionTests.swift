@@ -58,13 +58,7 @@ struct StreamCompositionTests {
         #expect(count == 2)
         #expect(collector.all.count == 2)
         let ended = try #require(collector.all.last)
-        guard case .ended(let summary)? = ended.stream else {
-            Issue.record("expected the end entry, got \(String(describing: ended.stream))")
-            return
-        }
-        #expect(summary.items == 2)
-        #expect(summary.bytes == 18)
-        #expect(!summary.endedByReader)
+        #expect(ended.stream == .ended(items: 2, reconnections: 0, endedByReader: false))
         #expect(ended.responseSize == 18)
         #expect(ended.error == nil)
         #expect(ended.description.contains("stream ended after"))
@@ -81,11 +75,7 @@ struct StreamCompositionTests {
         let client = server.client().logged(to: collector.sink)
         for try await _ in try await client.run(EventsRequest(method: .get)).value { break }
         #expect(await eventually { collector.all.count == 2 })
-        guard case .ended(let summary)? = collector.all.last?.stream else {
-            Issue.record("no end entry")
-            return
-        }
-        #expect(summary.endedByReader && summary.items == 1)
+        #expect(collector.all.last?.stream == .ended(items: 1, reconnections: 0, endedByReader: true))
         #expect(collector.all.last?.description.contains("stopped by the reader") == true)
 
         let dropping = try LoopbackServer { _ in
@@ -115,11 +105,7 @@ struct StreamCompositionTests {
         }
         #expect(await server.waitUntil(timeout: .seconds(1)) { $0.clientClosedCount == 1 })
         #expect(await eventually { collector.all.count == 2 })
-        guard case .ended(let summary)? = collector.all.last?.stream else {
-            Issue.record("no end entry")
-            return
-        }
-        #expect(summary.endedByReader && summary.items == 0)
+        #expect(collector.all.last?.stream == .ended(items: 0, reconnections: 0, endedByReader: true))
     }
 
     @Test("A session with a delegate of its own cannot stream: invalidRequest, nothing sent")

@@ -221,11 +221,11 @@ struct StreamReconnectionStormTests {
         #expect(server.requestCount == 5)
         // The log's end entry names it, with the reconnections made.
         #expect(await eventually { log.all.last?.errorCase == "gaveUpReconnecting(5)" })
-        guard case .ended(let summary)? = log.all.last?.stream else {
+        guard case .ended(_, let reconnections, _)? = log.all.last?.stream else {
             Issue.record("no end entry")
             return
         }
-        #expect(summary.reconnections == 4)
+        #expect(reconnections == 4)
         // The floor (0.5 s), doubled for each connection in a row that ended at once after asking for less.
         #expect(time.sleeps == [1, 2, 4, 8])
         #expect(time.sleeps.allSatisfy { $0 >= StreamReconnection.minimumDelay })
