@@ -47,7 +47,7 @@ public enum ResponseCacheError: Error, Sendable, Equatable, CustomStringConverti
             return "The parent of the cache directory \(path) can be written by every user and has no sticky bit: "
                 + "another user could replace the directory. Keep the cache in a per-user location."
         case .storageFailed(let operation, let path, let code):
-            return "Cache storage: \(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))."
+            return "Cache storage: \(operation) failed for \(path): \(errnoDescription(code))."
         }
     }
 }

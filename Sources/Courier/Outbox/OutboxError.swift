@@ -38,7 +38,7 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
             return "The outbox directory \(path) is in use by another Outbox (in this or another process)."
         case .storageFailed(let operation, let path, let code):
             return
-                "Outbox storage: \(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))."
+                "Outbox storage: \(operation) failed for \(path): \(errnoDescription(code))."
         case .secretHeader(let name):
             return "The request carries the credential header \(String(reflecting: name)), which the outbox never "
                 + "stores; let the wrapped client add it at send time (interceptor or authenticator)."

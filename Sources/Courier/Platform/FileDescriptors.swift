@@ -51,3 +51,13 @@ private func retryingInterrupts(_ call: () -> Int) -> Int {
         return result
     }
 }
+
+/// `strerror` of `code` with its symbolic name for the common ones, `Permission denied (EACCES)`, or its number,
+/// `Input/output error (errno 5)`: the one way Courier's errors describe a failed system call.
+func errnoDescription(_ code: Int32) -> String {
+    let names: [Int32: String] = [
+        EACCES: "EACCES", ENOENT: "ENOENT", EEXIST: "EEXIST", EISDIR: "EISDIR", ENOTDIR: "ENOTDIR",
+        EROFS: "EROFS", ENOSPC: "ENOSPC", ELOOP: "ELOOP", EPERM: "EPERM", EXDEV: "EXDEV",
+    ]
+    return "\(String(cString: strerror(code))) (\(names[code] ?? "errno \(code)"))"
+}

@@ -43,11 +43,11 @@ struct DownloadWriter: Sendable {
         let flags = partial == nil ? O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW : O_WRONLY | O_NOFOLLOW
         let descriptor = open(path, flags | O_CLOEXEC, 0o644)  // As any new file: the umask applies.
         guard descriptor >= 0 else {
-            let reason = "the download cannot be written there: \(RegularFile.describe(errno))"  // Read at once.
+            let reason = "the download cannot be written there: \(errnoDescription(errno))"  // Read at once.
             throw NetworkClientError.fileAccessFailed(url: URL(fileURLWithPath: path), reason: reason)
         }
         if let partial, lseek(descriptor, off_t(partial.length), SEEK_SET) != off_t(partial.length) {
-            let reason = "the partial download cannot be continued: \(RegularFile.describe(errno))"
+            let reason = "the partial download cannot be continued: \(errnoDescription(errno))"
             closeDescriptor(descriptor)
             throw NetworkClientError.fileAccessFailed(url: partial.file, reason: reason)
         }
@@ -63,7 +63,7 @@ struct DownloadWriter: Sendable {
     /// - Throws: ``NetworkClientError/fileAccessFailed(url:reason:)`` when the disk refuses it (full, for example).
     mutating func write(_ data: Data) throws {
         if let failure = writeFully(descriptor, data) {
-            let reason = "the download cannot be written: \(RegularFile.describe(failure))"
+            let reason = "the download cannot be written: \(errnoDescription(failure))"
             throw NetworkClientError.fileAccessFailed(url: file, reason: reason)
         }
         length += Int64(data.count)

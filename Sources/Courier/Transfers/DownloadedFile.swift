@@ -114,7 +114,7 @@ struct DownloadTarget: Sendable {
             else { throw .fileAccessFailed(url: target, reason: swapped) }
         }
         guard rename(location.path, target.path) == 0 else {
-            let reason = "the download cannot be moved there: \(RegularFile.describe(errno))"
+            let reason = "the download cannot be moved there: \(errnoDescription(errno))"
             throw .fileAccessFailed(url: target, reason: reason)
         }
         if let written {

@@ -202,7 +202,7 @@ public struct MultipartFormData: Encodable, Sendable {
             }
             if count < 0 {
                 throw NetworkClientError.fileAccessFailed(
-                    url: url, reason: "the file cannot be read: \(RegularFile.describe(errno))")
+                    url: url, reason: "the file cannot be read: \(errnoDescription(errno))")
             }
             guard count > 0 else { throw changed }
             try output(piece.prefix(count))

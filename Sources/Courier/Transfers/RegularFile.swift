@@ -32,7 +32,7 @@ enum RegularFile {
         guard stat(url.path, &info) == 0 else {
             let code = errno
             if code == ENOENT { throw .fileAccessFailed(url: url, reason: "the file does not exist") }
-            throw .fileAccessFailed(url: url, reason: "the file cannot be read: \(describe(code))")
+            throw .fileAccessFailed(url: url, reason: "the file cannot be read: \(errnoDescription(code))")
         }
         if let kind = nonRegularKind(info.st_mode) {
             throw .fileAccessFailed(url: url, reason: "\(kind); only regular files are sent")
@@ -53,13 +53,13 @@ enum RegularFile {
         let descriptor = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else {
             let code = errno
-            throw .fileAccessFailed(url: url, reason: "the file cannot be opened: \(describe(code))")
+            throw .fileAccessFailed(url: url, reason: "the file cannot be opened: \(errnoDescription(code))")
         }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             let code = errno
             _ = close(descriptor)
-            throw .fileAccessFailed(url: url, reason: "the file cannot be read: \(describe(code))")
+            throw .fileAccessFailed(url: url, reason: "the file cannot be read: \(errnoDescription(code))")
         }
         if let kind = nonRegularKind(info.st_mode) {
             _ = close(descriptor)
@@ -107,16 +107,6 @@ enum RegularFile {
     /// the file), or `-1` with `errno` set.
     static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
         readDescriptor(descriptor, buffer, count, at: offset)
-    }
-
-    /// `strerror` of `code`, with its symbolic name for the common ones (`EACCES`, `ENOENT`…).
-    static func describe(_ code: Int32) -> String {
-        let names: [Int32: String] = [
-            EACCES: "EACCES", ENOENT: "ENOENT", EEXIST: "EEXIST", EISDIR: "EISDIR", ENOTDIR: "ENOTDIR",
-            EROFS: "EROFS", ENOSPC: "ENOSPC", ELOOP: "ELOOP", EPERM: "EPERM", EXDEV: "EXDEV",
-        ]
-        let text = String(cString: strerror(code))
-        return names[code].map { "\(text) (\($0))" } ?? text
     }
 
     /// Why a file of `mode` is not a regular file, or `nil` when it is one.
@@ -227,7 +217,7 @@ final class FileBodyStream: InputStream {
         // A file that grew or shrank since it was measured: its bytes are no longer the body announced.
         guard RegularFile.size(ofDescriptor: descriptor) == length else { return changedSize() }
         let count = RegularFile.read(descriptor, into: buffer, count: wanted, at: start)
-        if count < 0 { return fail("the file cannot be read: \(RegularFile.describe(errno))") }
+        if count < 0 { return fail("the file cannot be read: \(errnoDescription(errno))") }
         if count == 0 { return changedSize() }
         if start + Int64(count) == length {
             // The last piece: checked once more, so that a file that changed meanwhile is never sent as complete.
