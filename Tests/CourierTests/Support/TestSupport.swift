@@ -20,12 +20,15 @@ struct APIErrorPayload: Codable, Sendable, Equatable {
 @available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
 extension LoopbackServer {
     /// A configuration whose session Courier owns, pointed at this server.
+    ///
+    /// The session's idle timeout is 60 s: tests hold requests at the server (a gate, a latch) for as long as their
+    /// setup takes, which a loaded machine stretched past 10 s; a test about a timeout sets its own.
     /// - Parameter connectionsPerHost: The session's `httpMaximumConnectionsPerHost`; `nil` keeps URLSession's 6.
     func configuration(
         path: String = "", sensitiveHeaders: Set<String> = [], connectionsPerHost: Int? = nil
     ) -> NetworkConfiguration {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.timeoutIntervalForRequest = 10
+        sessionConfiguration.timeoutIntervalForRequest = 60
         if let connectionsPerHost { sessionConfiguration.httpMaximumConnectionsPerHost = connectionsPerHost }
         return NetworkConfiguration(
             sessionConfiguration: sessionConfiguration, baseURL: baseURL.appendingPathComponent(path),
