@@ -63,6 +63,7 @@ struct OutboxCrashTests {
         var killed = 0
         var runs = 0
         while killed < kills {
+            await fewDescriptorsOpen()
             let process = try launch()
             runs += 1
             // A random moment: early ones land during start-up and replay, later ones during enqueues and sends.
@@ -78,6 +79,7 @@ struct OutboxCrashTests {
             // to kill, and waiting for more kills would relaunch children for ever.
             if !wasRunning, process.terminationReason == .exit, process.terminationStatus == 0 { break }
         }
+        await fewDescriptorsOpen()
         let final = try launch()
         runs += 1
         let drained = await eventually(timeout: .seconds(90)) { !final.isRunning }

@@ -208,6 +208,7 @@ func runProbe(
     process.standardInput = FileHandle.nullDevice
     let killer = ProbeKiller()
     let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
+    await fewDescriptorsOpen()
     // A file, not a pipe: a chatty crash report can never fill a pipe buffer and block the child.
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
         process.terminationHandler = { _ in continuation.resume() }

@@ -108,6 +108,7 @@ struct HTTPSOnLinuxTests {
         "A self-signed certificate is serverCertificateUntrusted, described by libcurl, with the URL redacted",
         .enabled(if: TLSTestServer.toolsAvailable, TLSTestServer.toolsMissing))
     func selfSigned() async throws {
+        await fewDescriptorsOpen()
         let pki = try TestPKI()
         let server = try TLSTestServer(.tls(certificate: try pki.selfSigned()))
         defer { server.stop() }
@@ -134,6 +135,7 @@ struct HTTPSOnLinuxTests {
         "A certificate from a CA outside the system trust store is serverCertificateUntrusted, whatever else is wrong",
         .enabled(if: TLSTestServer.toolsAvailable, TLSTestServer.toolsMissing), arguments: Leaf.allCases)
     func untrustedCA(_ leaf: Leaf) async throws {
+        await fewDescriptorsOpen()
         let pki = try TestPKI()
         let certificate: TestPKI.Certificate
         switch leaf {
@@ -157,6 +159,7 @@ struct HTTPSOnLinuxTests {
         "A server that answers plain HTTP on the HTTPS port is secureConnectionFailed",
         .enabled(if: TLSTestServer.pythonAvailable, "needs python3 on PATH"))
     func plainHTTP() async throws {
+        await fewDescriptorsOpen()
         let server = try TLSTestServer(.plainHTTP)
         defer { server.stop() }
         let error = try await #require(throws: NetworkClientError.self) {
@@ -172,6 +175,7 @@ struct HTTPSOnLinuxTests {
         "A server that closes the connection during the handshake is secureConnectionFailed",
         .enabled(if: TLSTestServer.pythonAvailable, "needs python3 on PATH"))
     func abortedHandshake() async throws {
+        await fewDescriptorsOpen()
         let server = try TLSTestServer(.closeAfterClientHello)
         defer { server.stop() }
         let error = try await #require(throws: NetworkClientError.self) {

@@ -179,10 +179,36 @@ let promptly: Duration = .seconds(30)
 
 /// Starts `process`, one launch at a time across every test: corelibs' `Process.run()` crashed (a bad pointer in a
 /// `memmove` inside it) when the crash probes, the outbox crash test and the HTTPS tests launched children at once.
+/// A test that launches children first awaits ``fewDescriptorsOpen()``.
 func startChild(_ process: Process) throws {
     processLaunches.lock()
     defer { processLaunches.unlock() }
     try process.run()
+}
+
+/// Waits (without holding a thread) until this process has fewer than 512 descriptors open, or two minutes passed.
+///
+/// corelibs' `Process.run()` finds the highest open descriptor by reading `/proc/self/fd`, and copies each entry's
+/// whole 256-byte `d_name` out of `readdir`'s buffer: with more than about a thousand descriptors open (a soak or
+/// fan-out test running beside) the last entry can sit at the end of a page, and the copy reads past it (the test
+/// process crashed with "Bad pointer dereference" in `memcpy` under `Process.run()`, its registers holding the names
+/// "1353" and "1354"). Below 512 the scan stays inside the buffer. A test that launches a child awaits this first.
+@available(macOS 13.0, iOS 16.0, tvOS 16.0, watchOS 9.0, *)
+func fewDescriptorsOpen() async {
+    let deadline = ContinuousClock.now + .seconds(120)
+    while openDescriptorCount() >= 512 && ContinuousClock.now < deadline {
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+/// How many descriptors this process has open (the entries of `/proc/self/fd`, counted without copying a name);
+/// `0` where there is no `/proc`.
+func openDescriptorCount() -> Int {
+    guard let directory = opendir("/proc/self/fd") else { return 0 }
+    defer { closedir(directory) }
+    var count = 0
+    while readdir(directory) != nil { count += 1 }
+    return count
 }
 
 private let processLaunches = NSLock()
