@@ -82,19 +82,20 @@ public final class DeduplicatingClient: NetworkClientProtocol {
             switch role {
             case .owner(let callID):
                 // The call runs here, on this caller's task, not in a function of its own: an async generic function
-                // is one more frame and more task allocations for its generic values. What the client at the bottom
-                // reports goes to this caller's decorators above as ever, and through `runReporting`, the public seam
-                // any decorator uses, to this one, for the waiters.
-                let (outcome, report) = await wrapped.runReporting(networkRequest)
+                // is one more frame and more task allocations for its generic values. The bottom client's report goes
+                // to this caller's recorders as ever, and to one of this decorator's, for the waiters'.
+                let recorder = SendRecorder()
+                // No `Result` or optional of the response here: each would be one more generic type the runtime
+                // looks up on every call, since this `run` is never specialized.
                 var response: NetworkResponse<ResponseModel>
                 do {
-                    response = try outcome.get()
+                    response = try await wrapped.run(networkRequest.reporting(to: recorder))
                 } catch {
-                    try ownerFailed(networkRequest, key: key, callID: callID, error: error, report: report)
+                    try ownerFailed(networkRequest, key: key, callID: callID, error: error, report: recorder.lastReport)
                 }
                 let waiters = table.withLock { $0.endCall(key, id: callID) }
                 if !waiters.isEmpty {
-                    deliver(.success(Shared(value: response)), report: report, to: waiters)
+                    deliver(.success(Shared(value: response)), report: recorder.lastReport, to: waiters)
                     response.metrics.shared = true
                 }
                 return response
@@ -177,9 +178,16 @@ public final class DeduplicatingClient: NetworkClientProtocol {
     private func makeTask<RequestModel, ResponseModel>(
         for networkRequest: NetworkRequest<RequestModel, ResponseModel>, key: RequestKey, callID: UInt64
     ) -> Task<Void, Never> {
-        Task { [wrapped] in
-            let (outcome, report) = await wrapped.runReporting(networkRequest)
-            self.finish(key: key, callID: callID, with: outcome.map { $0 as any Sendable }, report: report)
+        let recorder = SendRecorder()
+        let request = networkRequest.reporting(to: recorder)
+        return Task { [wrapped] in
+            let result: Result<any Sendable, any Error>
+            do {
+                result = .success(try await wrapped.run(request))
+            } catch {
+                result = .failure(error)
+            }
+            self.finish(key: key, callID: callID, with: result, report: recorder.lastReport)
         }
     }
 
