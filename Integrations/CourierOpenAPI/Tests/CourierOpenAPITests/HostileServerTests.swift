@@ -9,6 +9,15 @@ import Testing
 import FoundationNetworking
 #endif
 
+/// The API key every request of the hostile client carries, so that the tests can check it never leaks.
+private struct APIKeyHeader: NetworkRequestInterceptor {
+    func intercept(_ request: URLRequest) async throws -> URLRequest {
+        var request = request
+        request.setValue("k3y", forHTTPHeaderField: "X-Api-Key")
+        return request
+    }
+}
+
 /// A generated client over the recommended stack on Courier's default transport (`URLSession`), whose configuration's
 /// base URL is `home`'s: a bearer token from `authenticated(by:)`, and an interceptor that adds `X-Api-Key`, which
 /// the configuration names sensitive. The generated client calls `server` (`home` by default).
@@ -20,11 +29,7 @@ private func hostileClient(
     sessionConfiguration.timeoutIntervalForRequest = 10
     let configuration = NetworkConfiguration(
         sessionConfiguration: sessionConfiguration, baseURL: home.url("/api"), sensitiveHeaders: ["X-Api-Key"])
-    configuration.interceptor = { request in
-        var request = request
-        request.setValue("k3y", forHTTPHeaderField: "X-Api-Key")
-        return request
-    }
+    configuration.interceptors = [APIKeyHeader()]
     if let maximumResponseSize { configuration.maximumResponseSize = maximumResponseSize }
     let courier = NetworkClient(configuration: configuration)
         .retrying(RetryPolicy(maxAttempts: 2, baseDelay: 0))
