@@ -216,11 +216,8 @@ struct NetworkClientTests {
     @Test("A per-request timeout fails with URLError.timedOut, after the request was sent and not before its time")
     func perRequestTimeout() async throws {
         let server = try LoopbackServer { _ in .hang }
-        // The session's own idle timeout is 60 s, so that 30 s tells the request's timeout from it on a loaded machine.
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.timeoutIntervalForRequest = 60
-        let client = NetworkClient(
-            configuration: NetworkConfiguration(sessionConfiguration: sessionConfiguration, baseURL: server.baseURL))
+        // The loopback configuration's session idle timeout is 60 s: 30 s tells the request's own from it.
+        let client = server.client()
         let duration = await elapsed {
             do {
                 let request = NetworkRequest<VoidRequest, Post>(method: .get, timeoutInterval: 0.5)
